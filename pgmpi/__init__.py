@@ -1,0 +1,11 @@
+"""pgmpi: minimal MPI-parallel reinforcement learning in numpy.
+
+``from pgmpi import ParallelPG``; see README.md. Importing pgmpi loads numpy, mpi4py and
+threadpoolctl only: gymnasium and ale-py are imported when an environment is made.
+"""
+
+from pgmpi.mpi import CollectiveError, ConfigError, NonFiniteError
+from pgmpi.pg import ParallelPG
+from pgmpi.version import __version__
+
+__all__ = ["ParallelPG", "CollectiveError", "ConfigError", "NonFiniteError", "__version__"]

@@ -1,0 +1,109 @@
+"""Checkpoints: one ``.npz`` of named arrays plus JSON metadata, written atomically.
+
+The metadata (algorithm, format version, library version, hyperparameters, counters) is
+stored inside the same ``.npz`` as a uint8 array of UTF-8 JSON, so one rename publishes both.
+Writing goes to a temporary file in the same folder, is fsynced, then renamed over the old
+checkpoint: a crash at any moment leaves either the old file or the new one, never half of
+one. Loading never unpickles (``allow_pickle=False``) and every failure is a
+:class:`~pgmpi.mpi.ConfigError` naming the file and what is wrong, raised on every rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from pgmpi import mpi
+
+FORMAT = 1  # bump when the layout of checkpoints changes
+_META = "__meta__"
+
+
+def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> Path:
+    """Write ``arrays`` and ``meta`` to ``path`` on the root rank, atomically.
+
+    Only the root writes; the other ranks return at once (no collective).
+    """
+    path = Path(path)
+    if not mpi.is_root():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = dict(meta, format=FORMAT)
+    blob = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays, **{_META: blob})
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def _read(path: Path, algorithm: str) -> tuple[dict, dict]:
+    if not path.is_file():
+        raise ValueError("no such file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise ValueError(f"not a readable .npz file ({e})") from None
+    except ValueError as e:  # numpy refuses object arrays without pickle
+        raise ValueError(f"contains a pickled object, refused ({e})") from None
+    if _META not in arrays:
+        raise ValueError("no pgmpi metadata: not a pgmpi checkpoint")
+    try:
+        meta = json.loads(arrays.pop(_META).tobytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"corrupt metadata ({e})") from None
+    if meta.get("algorithm") != algorithm:
+        raise ValueError(f"written by {meta.get('algorithm')!r}, not {algorithm!r}")
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"checkpoint format {meta.get('format')!r}, this pgmpi reads {FORMAT}")
+    return arrays, meta
+
+
+def load(path: str | os.PathLike, algorithm: str) -> tuple[dict[str, np.ndarray], dict]:
+    """Read a checkpoint written by ``save`` for ``algorithm`` on the root; share it.
+
+    The root reads the file (so other nodes need not see it), then broadcasts the metadata
+    and each array.
+
+    Returns:
+        (arrays by name, metadata dict), identical on every rank.
+
+    Raises:
+        ConfigError: on every rank, if the file is missing, truncated, not an npz, holds a
+            pickled object, or was written by another algorithm or checkpoint format.
+
+    Collective: every rank must call this.
+    """
+    path = Path(path)
+    arrays, meta, problem = {}, {}, None
+    if mpi.is_root():
+        try:
+            arrays, meta = _read(path, algorithm)
+        except ValueError as e:
+            problem = f"cannot load checkpoint {str(path)!r}: {e}"
+    header = mpi.broadcast_object(
+        (problem, meta, {k: (v.shape, v.dtype.str) for k, v in arrays.items()})
+    )
+    problem, meta, layout = header
+    mpi.agree({}, problem)
+    for name, (shape, dtype) in layout.items():
+        if name not in arrays:
+            arrays[name] = np.empty(shape, dtype=np.dtype(dtype))
+        mpi.broadcast_(arrays[name])  # one buffer per array, once at load time
+    return arrays, meta

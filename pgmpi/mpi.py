@@ -1,0 +1,169 @@
+"""The MPI boundary: the only module in pgmpi that imports mpi4py.
+
+Everything that crosses between ranks goes through the few verbs below. Each works with a
+single process, with or without ``mpirun``, so the algorithms read like their
+single-process textbook versions with a handful of one-line collective calls (the layout of
+OpenAI Spinning Up's ``mpi_tools``).
+
+Hot paths use the upper-case buffer methods (``Bcast``, ``Allreduce``) on one flat,
+contiguous numpy array; the lower-case, pickling methods are used only for small objects at
+start-up, at load time and for log statistics.
+
+Failure semantics (see README "Guarantees"):
+
+* :class:`CollectiveError` and its subclasses are raised on every rank at the same point
+  (after a collective that told every rank the same thing). With more than one rank, an
+  uncaught one is printed once, by the root, and every rank exits with status 1.
+* Any other uncaught exception on any rank prints its traceback labelled with the rank and
+  calls ``MPI_Abort``, so the job ends promptly instead of hanging in the next collective.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import numpy as np
+from mpi4py import MPI
+
+_COMM = MPI.COMM_WORLD
+
+
+class CollectiveError(Exception):
+    """An error raised on every rank at the same point; the job ends without MPI_Abort."""
+
+
+class ConfigError(CollectiveError, ValueError):
+    """A bad argument, environment, checkpoint or a setting that differs between ranks."""
+
+
+class NonFiniteError(CollectiveError, FloatingPointError):
+    """NaN or inf reached the gradients, returns or fitness; training stops before saving."""
+
+
+def rank() -> int:
+    """This process's rank in the world communicator (0 without ``mpirun``)."""
+    return _COMM.Get_rank()
+
+
+def size() -> int:
+    """Number of ranks in the job (1 without ``mpirun``)."""
+    return _COMM.Get_size()
+
+
+def is_root() -> bool:
+    """True on rank 0, the rank that prints, logs and writes checkpoints."""
+    return _COMM.Get_rank() == 0
+
+
+def ranks_on_node() -> int:
+    """Number of ranks sharing this node's memory (``MPI.COMM_TYPE_SHARED``). Collective."""
+    node = _COMM.Split_type(MPI.COMM_TYPE_SHARED)
+    count = node.Get_size()
+    node.Free()
+    return count
+
+
+def library_version() -> str:
+    """First line of the MPI library's version string, e.g. ``MPICH Version: 5.0.2``."""
+    return " ".join(MPI.Get_library_version().split("\n", 1)[0].split())
+
+
+def broadcast_(buffer: np.ndarray) -> np.ndarray:
+    """Overwrite ``buffer`` on every rank with the root's copy, in place. Collective."""
+    _COMM.Bcast(buffer, root=0)
+    return buffer
+
+
+def broadcast_object(obj):
+    """The root's ``obj`` on every rank (small objects only: pickled). Collective."""
+    return _COMM.bcast(obj, root=0)
+
+
+def allreduce_sum_(buffer: np.ndarray) -> np.ndarray:
+    """Sum ``buffer`` element-wise over ranks, in place. Exact for integer buffers. Collective."""
+    if size() > 1:
+        _COMM.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+    return buffer
+
+
+def allreduce_mean_(buffer: np.ndarray) -> np.ndarray:
+    """Average a floating-point ``buffer`` element-wise over ranks, in place. Collective."""
+    allreduce_sum_(buffer)
+    buffer /= size()
+    return buffer
+
+
+def gather_stats(values: dict) -> list[dict] | None:
+    """Every rank's small ``values`` dict, as a list on the root (None elsewhere). Collective."""
+    return _COMM.gather(values, root=0)
+
+
+def allgather_object(obj) -> list:
+    """Every rank's small ``obj``, as a list indexed by rank, on every rank. Collective."""
+    return _COMM.allgather(obj)
+
+
+def global_stats(x: np.ndarray) -> tuple[float, float, float, float]:
+    """Mean, standard deviation, min and max of ``x`` pooled over all ranks. Collective."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    sums = allreduce_sum_(np.array([x.size, x.sum(), np.square(x).sum()]))
+    n = max(sums[0], 1.0)
+    mean = sums[1] / n
+    lo = np.array([x.min() if x.size else np.inf, -(x.max() if x.size else -np.inf)])
+    if size() > 1:
+        _COMM.Allreduce(MPI.IN_PLACE, lo, op=MPI.MIN)
+    std = float(np.sqrt(max(sums[2] / n - mean**2, 0.0)))
+    return float(mean), std, float(lo[0]), float(-lo[1])
+
+
+def agree(settings: dict, problem: str | None = None) -> None:
+    """Check, in one small collective, that every rank is fine and has the same settings.
+
+    Args:
+        settings: JSON-like values that must be equal on every rank (hyperparameters, seed,
+            environment id, library version).
+        problem: this rank's error message, or None if this rank found nothing wrong.
+
+    Raises:
+        ConfigError: on every rank, naming the first problem found (and the ranks that found
+            it) or the first setting that differs (and the ranks that hold each value).
+
+    Collective: every rank must call this.
+    """
+    reports = allgather_object((problem, settings))
+    problems = [(r, p) for r, (p, _) in enumerate(reports) if p is not None]
+    if problems:
+        message = problems[0][1]
+        ranks = [r for r, p in problems if p == message]
+        where = "" if len(ranks) == len(reports) or size() == 1 else f" (on ranks {ranks})"
+        raise ConfigError(message + where)
+    for key in settings:
+        values = [s.get(key) for _, s in reports]
+        if any(v != values[0] for v in values):
+            by_value: dict[str, list[int]] = {}
+            for r, v in enumerate(values):
+                by_value.setdefault(repr(v), []).append(r)
+            held = "; ".join(f"{v} on ranks {rs}" for v, rs in by_value.items())
+            raise ConfigError(f"setting {key!r} differs between ranks: {held}")
+
+
+def _excepthook(kind, value, tb) -> None:
+    if isinstance(value, CollectiveError):
+        # Every rank raised this at the same point: print it once and let each rank exit 1.
+        if is_root():
+            sys.stderr.write(f"pgmpi: error: {kind.__name__}: {value}\n")
+            sys.stderr.flush()
+        return
+    lines = "".join(traceback.format_exception(kind, value, tb)).splitlines()
+    sys.stderr.write("".join(f"[rank {rank()}] {line}\n" for line in lines))
+    sys.stderr.write(f"[rank {rank()}] pgmpi: aborting all {size()} ranks\n")
+    sys.stderr.flush()
+    _COMM.Abort(1)
+
+
+# With several ranks, an exception on one rank would otherwise leave the others blocked in
+# their next collective until the allocation runs out. PGMPI_NO_ABORT=1 turns this off.
+if size() > 1 and os.environ.get("PGMPI_NO_ABORT") != "1":
+    sys.excepthook = _excepthook

@@ -1,0 +1,150 @@
+"""Numpy networks: Karpathy's two-layer policy and the GA's pruneable network.
+
+* :class:`TwoLayerPolicy` is the policy of Karpathy's "Deep Reinforcement Learning: Pong from
+  Pixels" (2016): ``h = relu(x @ W1)``, ``logits = h @ W2``, with a sigmoid over two actions
+  (Pong's up/down) or a softmax over n actions. No biases, as in the post. All parameters
+  live in one flat float32 vector, so averaging gradients over ranks is one buffer.
+  Inputs are handled sparsely: Pong's frame difference has about 20-40 non-zero pixels out of
+  6,400, so the first layer only touches the rows of ``W1`` for those pixels.
+* :class:`PrunedNetwork` is the synaptolytic GA's network: every weight is 1 or 0 (pruned),
+  tanh hidden layers, argmax (discrete) or tanh (continuous) outputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class TwoLayerPolicy:
+    """``h = relu(x @ W1)``, ``logits = h @ W2``; sigmoid if one logit, else softmax.
+
+    Args:
+        n_inputs: D, length of the observation vector.
+        n_hidden: H, hidden units (200 for Pong).
+        n_actions: A >= 2. With ``bernoulli=True`` A must be 2 and there is one logit,
+            the log-odds of action 0 (Karpathy's Pong policy); otherwise A logits.
+        rng: draws the initial weights, ``randn / sqrt(fan_in)`` as in the post.
+
+    Attributes:
+        params: float32 (D*H + H*K,), the flat parameter vector; ``W1`` (D, H) and ``W2``
+            (H, K) are views into it (K = 1 or A).
+    """
+
+    CHUNK = 16384  # non-zero inputs per block of the first layer's gradient (bounds memory)
+
+    def __init__(
+        self,
+        n_inputs: int,
+        n_hidden: int,
+        n_actions: int,
+        rng: np.random.Generator,
+        bernoulli: bool = False,
+    ):
+        self.n_inputs, self.n_hidden, self.n_actions = n_inputs, n_hidden, n_actions
+        self.n_logits = 1 if bernoulli else n_actions
+        d, h, k = n_inputs, n_hidden, self.n_logits
+        self.params = np.empty(d * h + h * k, dtype=np.float32)
+        self.W1 = self.params[: d * h].reshape(d, h)
+        self.W2 = self.params[d * h :].reshape(h, k)
+        self.W1[:] = rng.standard_normal((d, h)) / np.sqrt(d)
+        self.W2[:] = rng.standard_normal((h, k)) / np.sqrt(h)
+
+    def forward(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One step: returns (nonzero indices of x, hidden h (H,), action probabilities (A,))."""
+        idx = np.flatnonzero(x)
+        h = x[idx].astype(np.float32) @ self.W1[idx]
+        np.maximum(h, 0.0, out=h)
+        logits = h @ self.W2
+        if self.n_logits == 1:
+            p = 1.0 / (1.0 + np.exp(-logits[0]))
+            return idx, h, np.array([p, 1.0 - p], dtype=np.float32)
+        e = np.exp(logits - logits.max())
+        return idx, h, e / e.sum()
+
+    def dlogits(self, probs: np.ndarray, action: int) -> np.ndarray:
+        """d log pi(action) / d logits: ``y - p`` for the sigmoid, ``onehot - probs`` else."""
+        if self.n_logits == 1:
+            return np.array([(action == 0) - probs[0]], dtype=np.float32)
+        g = -probs.astype(np.float32)
+        g[action] += 1.0
+        return g
+
+    def gradient(
+        self,
+        cols: np.ndarray,
+        rows: np.ndarray,
+        vals: np.ndarray,
+        h: np.ndarray,
+        dlogits: np.ndarray,
+    ) -> np.ndarray:
+        """Gradient of sum_t dlogits_t . logits_t w.r.t. the flat parameters.
+
+        Pass ``dlogits`` already multiplied by the (standardised) returns: this is then the
+        REINFORCE gradient of one episode. The sums over time use numpy's own loops, not BLAS,
+        so the result does not depend on the BLAS thread count.
+
+        Args:
+            cols, rows, vals: the episode's non-zero inputs, x[rows[i], cols[i]] = vals[i]
+                (int64 column, int64 time step, any numeric dtype).
+            h: float32 (T, H) hidden activations; dlogits: float32 (T, K).
+
+        Returns:
+            float32 (D*H + H*K,), laid out like ``params``.
+        """
+        grad = np.zeros_like(self.params)
+        gW1 = grad[: self.W1.size].reshape(self.W1.shape)
+        gW2 = grad[self.W1.size :].reshape(self.W2.shape)
+        gW2[:] = np.einsum("th,tk->hk", h, dlogits)
+        dh = np.einsum("tk,hk->th", dlogits, self.W2)
+        dh[h <= 0] = 0.0
+        # dW1[j] = sum over steps t where x[t, j] != 0 of x[t, j] * dh[t]. In chunks of
+        # non-zeros (in time order, so memory stays bounded on long episodes): sort a chunk's
+        # non-zeros by column and add each column's contributions with one reduceat.
+        for lo in range(0, cols.size, self.CHUNK):
+            c, r, v = (
+                cols[lo : lo + self.CHUNK],
+                rows[lo : lo + self.CHUNK],
+                vals[lo : lo + self.CHUNK],
+            )
+            order = np.argsort(c, kind="stable")
+            c = c[order]
+            contrib = dh[r[order]] * v[order, None].astype(np.float32)
+            starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+            gW1[c[starts]] += np.add.reduceat(contrib, starts, axis=0)
+        return grad
+
+
+class PrunedNetwork:
+    """Layer sizes and the forward pass of a network whose weights are all 1 or 0 (pruned).
+
+    A genome is one flat boolean mask over every weight of every layer (no biases), so a
+    population is a (P, n_weights) boolean array. Hidden layers use tanh; the output is the
+    argmax (discrete actions) or the tanh (continuous actions) of the last layer.
+
+    Args:
+        sizes: (n_inputs, hidden..., n_outputs).
+        discrete: argmax output if True, tanh output if False.
+    """
+
+    def __init__(self, sizes: tuple[int, ...], discrete: bool):
+        self.sizes = tuple(int(s) for s in sizes)
+        self.discrete = discrete
+        self.shapes = list(zip(self.sizes[:-1], self.sizes[1:], strict=False))
+        self.n_weights = sum(a * b for a, b in self.shapes)
+
+    def weights(self, mask: np.ndarray) -> list[np.ndarray]:
+        """float32 weight matrices (n_in, n_out) for a flat boolean ``mask``, made once per
+        individual so the per-step forward pass does not re-apply the mask."""
+        out, start = [], 0
+        for a, b in self.shapes:
+            out.append(mask[start : start + a * b].reshape(a, b).astype(np.float32))
+            start += a * b
+        return out
+
+    def act(self, weights: list[np.ndarray], obs: np.ndarray):
+        """The action for one observation: an int (discrete) or a float32 vector."""
+        x = np.asarray(obs, dtype=np.float32)
+        for w in weights[:-1]:
+            x = np.tanh(x @ w)
+        y = x @ weights[-1]
+        return int(np.argmax(y)) if self.discrete else np.tanh(y)

@@ -1,0 +1,28 @@
+"""Random streams from numpy's SeedSequence: one root seed per run, a child per purpose.
+
+A stream is keyed on what it is for (the run seed, a purpose, then e.g. the update and the
+episode number), never on the rank that happens to use it. So episode e of update u draws
+the same numbers on whichever rank plays it, and a run gives the same result on any number of
+ranks. ``seed + rank`` would give overlapping, rank-dependent streams instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Purposes: the first element of every spawn key, so streams for different jobs never meet.
+INIT = 0  # initial network parameters
+EPISODE = 1  # a policy-gradient episode: (EPISODE, update, episode)
+GA_SELECTION = 2  # the GA's selection and mutation: (GA_SELECTION, generation)
+GA_EVALUATION = 3  # a GA individual's episodes: (GA_EVALUATION, generation, individual)
+EVALUATE = 4  # evaluation episodes after training: (EVALUATE, call, episode)
+
+
+def stream(seed: int, *key: int) -> np.random.Generator:
+    """A generator for the child of ``SeedSequence(seed)`` at spawn key ``key``."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=tuple(key)))
+
+
+def env_seed(rng: np.random.Generator) -> int:
+    """A 31-bit environment seed drawn from ``rng``."""
+    return int(rng.integers(2**31 - 1))
