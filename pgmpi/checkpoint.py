@@ -55,6 +55,8 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> 
 def _read(path: Path, algorithm: str) -> tuple[dict, dict]:
     if not path.is_file():
         raise ValueError("no such file")
+    if not zipfile.is_zipfile(path):  # else np.load would take it for a pickle
+        raise ValueError("not a readable .npz file (no zip archive: truncated or another format)")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}

@@ -1,0 +1,46 @@
+"""Command-line parsing for the examples: a bad flag fails at parse time on every rank, with
+argparse's usage line and a message naming the flag printed once (by the root), and exit
+status 2, before any rank starts training."""
+
+from __future__ import annotations
+
+import argparse
+
+from pgmpi import mpi
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, with help and errors printed by the root rank only.
+
+    Every rank parses the same command line, so every rank exits at the same point."""
+
+    def __init__(self, doc: str, **kwargs):
+        super().__init__(
+            description=doc, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs
+        )
+
+    def _print_message(self, message, file=None):
+        if mpi.is_root():
+            super()._print_message(message, file)
+
+
+def positive_int(text: str) -> int:
+    """An int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite float > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value

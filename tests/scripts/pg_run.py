@@ -1,0 +1,60 @@
+"""Train ParallelPG on CartPole for a number of updates and print a hash of its state.
+
+    mpirun -n 3 python tests/scripts/pg_run.py --updates 6 --log-dir DIR [--resume] [--kill-me]
+
+Prints ``HASH <sha256>`` (parameters and optimizer state) on the root. With --checkpoint-every
+it saves DIR/checkpoint.npz; with --resume it starts from that file. --pid-file writes each
+rank's pid to DIR/pid.<rank> (for the SIGKILL test); --raise-on-rank R raises on rank R only
+after the first update.
+"""
+
+import argparse
+import hashlib
+from pathlib import Path
+
+from pgmpi import ParallelPG, mpi
+
+p = argparse.ArgumentParser()
+p.add_argument("--updates", type=int, default=6)
+p.add_argument("--log-dir", type=Path, required=True)
+p.add_argument("--resume", action="store_true")
+p.add_argument("--checkpoint-every", type=int, default=1)
+p.add_argument("--exact", type=int, default=1)
+p.add_argument("--env", default="CartPole-v1")
+p.add_argument("--pid-file", action="store_true")
+p.add_argument("--raise-on-rank", type=int, default=-1)
+args = p.parse_args()
+
+ck = args.log_dir / "checkpoint.npz"
+if args.pid_file:
+    args.log_dir.mkdir(parents=True, exist_ok=True)
+    (args.log_dir / f"pid.{mpi.rank()}").write_text(str(__import__("os").getpid()))
+if args.resume:
+    agent = ParallelPG.load(ck, log_dir=args.log_dir, quiet=True)
+else:
+    agent = ParallelPG(
+        env=args.env,
+        hidden_size=24,
+        learning_rate=1e-2,
+        batch_size=10,
+        seed=5,
+        exact_reduction=bool(args.exact),
+        log_dir=args.log_dir,
+        quiet=True,
+    )
+
+
+def maybe_raise(row):
+    if mpi.rank() == args.raise_on_rank:
+        raise RuntimeError(f"deliberate failure on rank {args.raise_on_rank}")
+
+
+agent.train(
+    episodes=10 * args.updates,
+    checkpoint_path=ck,
+    checkpoint_every=args.checkpoint_every,
+    callback=maybe_raise,
+)
+state = agent.net.params.tobytes() + agent.optimizer.cache.tobytes()
+if mpi.is_root():
+    print("HASH", hashlib.sha256(state).hexdigest(), flush=True)

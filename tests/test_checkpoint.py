@@ -1,0 +1,77 @@
+"""Tier 1: checkpoints are atomic, never unpickled, and every bad file is one clear error."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from pgmpi import ConfigError, ParallelPG, checkpoint
+
+
+@pytest.fixture
+def saved(tmp_path):
+    agent = ParallelPG(env="CartPole-v1", hidden_size=8, batch_size=2, quiet=True)
+    agent.train(episodes=2)
+    return agent.save(tmp_path / "ck.npz")
+
+
+def _assert_refused(path, text):
+    before = path.read_bytes() if path.exists() else None
+    with pytest.raises(ConfigError) as err:
+        ParallelPG.load(path, quiet=True)
+    assert text in str(err.value) and str(path) in str(err.value)
+    assert (path.read_bytes() if path.exists() else None) == before  # nothing changed
+
+
+def test_truncated_checkpoint(saved):
+    saved.write_bytes(saved.read_bytes()[: saved.stat().st_size // 2])
+    _assert_refused(saved, "not a readable .npz file")
+
+
+def test_not_an_npz(tmp_path):
+    path = tmp_path / "notes.npz"
+    path.write_text("hello")
+    _assert_refused(path, "not a readable .npz file")
+
+
+def test_missing_file(tmp_path):
+    _assert_refused(tmp_path / "absent.npz", "no such file")
+
+
+def test_pickled_object_is_refused(tmp_path):
+    path = tmp_path / "evil.npz"
+    np.savez(path, params=np.array([{"a": 1}], dtype=object))
+    _assert_refused(path, "pickled object")
+
+
+def test_plain_npz_without_metadata(tmp_path):
+    path = tmp_path / "plain.npz"
+    np.savez(path, params=np.zeros(3))
+    _assert_refused(path, "not a pgmpi checkpoint")
+
+
+def _rewrite_meta(path, **changes):
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(arrays["__meta__"].tobytes()) | changes
+    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(path, **arrays)
+
+
+def test_other_algorithm(saved):
+    _rewrite_meta(saved, algorithm="PrunedGA")
+    _assert_refused(saved, "written by 'PrunedGA', not 'ParallelPG'")
+
+
+def test_incompatible_format(saved):
+    _rewrite_meta(saved, format=99)
+    _assert_refused(saved, "checkpoint format 99")
+
+
+def test_save_replaces_atomically_and_leaves_no_temporary(saved):
+    first = saved.read_bytes()
+    checkpoint.save(saved, {"x": np.arange(3)}, {"algorithm": "test"})
+    assert saved.read_bytes() != first
+    assert zipfile.is_zipfile(saved)
+    assert [p.name for p in saved.parent.iterdir()] == [saved.name]

@@ -1,0 +1,170 @@
+"""Tier 3: the examples and the guarantees, launched with mpirun in a subprocess."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from launch import ROOT, mpirun, run_mpi
+
+from pgmpi import ParallelPG
+
+pytestmark = pytest.mark.launcher
+SCRIPT = "tests/scripts/pg_run.py"
+
+
+def _hash(proc) -> str:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("HASH")][0]
+
+
+def test_pong_example_runs_on_two_ranks(tmp_path):
+    proc = run_mpi(
+        2,
+        ["examples/pong.py", "--episodes", "2", "--batch-size", "2", "--log-dir", str(tmp_path)],
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ranks 2" in proc.stdout and "upd     1" in proc.stdout
+    assert ParallelPG.load(tmp_path / "checkpoint.npz", quiet=True).episodes == 2
+    resumed = run_mpi(
+        2,
+        ["examples/pong.py", "--episodes", "4", "--log-dir", str(tmp_path), "--resume"],
+        timeout=240,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "upd     2" in resumed.stdout
+    assert ParallelPG.load(tmp_path / "checkpoint.npz", quiet=True).episodes == 4
+
+
+def test_cartpole_example_solves_on_two_ranks(tmp_path):
+    proc = run_mpi(2, ["examples/cartpole.py", "--quiet", "--log-dir", str(tmp_path)], timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout.startswith("solved in")
+    rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
+    assert float(rows[-1]["charts/mean_return_100"]) >= 475
+
+
+def test_same_parameters_on_any_rank_count(tmp_path):
+    hashes = {
+        n: _hash(run_mpi(n, [SCRIPT, "--log-dir", str(tmp_path / str(n))], timeout=240))
+        for n in (1, 2, 3, 4)
+    }
+    assert len(set(hashes.values())) == 1, hashes
+
+
+def test_exact_resume_matches_an_uninterrupted_run(tmp_path):
+    whole = _hash(run_mpi(2, [SCRIPT, "--updates", "6", "--log-dir", str(tmp_path / "a")]))
+    first = run_mpi(2, [SCRIPT, "--updates", "3", "--log-dir", str(tmp_path / "b")])
+    assert first.returncode == 0, first.stderr[-3000:]
+    rest = _hash(
+        run_mpi(2, [SCRIPT, "--updates", "6", "--log-dir", str(tmp_path / "b"), "--resume"])
+    )
+    assert rest == whole
+
+    def learning_columns(path):
+        return [
+            {k: v for k, v in row.items() if not k.startswith(("perf/", "time/"))}
+            for row in csv.DictReader(open(path))
+        ]
+
+    a, b = (learning_columns(tmp_path / d / "progress.csv") for d in "ab")
+    assert len(a) == 6 and a == b
+
+
+def test_exception_on_one_rank_ends_the_job(tmp_path):
+    proc = run_mpi(
+        2,
+        [SCRIPT, "--updates", "1000", "--log-dir", str(tmp_path), "--raise-on-rank", "1"],
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert proc.seconds < 60, proc.seconds
+    assert proc.stderr.count("RuntimeError: deliberate failure on rank 1") == 1
+    assert "[rank 1] Traceback" in proc.stderr
+    print(f"job ended {proc.seconds:.2f} s after launch (raise after update 1)")
+
+
+def test_sigkill_of_one_rank_ends_the_job_and_keeps_the_checkpoint(tmp_path):
+    cmd = [
+        mpirun(),
+        "-n",
+        "2",
+        sys.executable,
+        SCRIPT,
+        "--updates",
+        "100000",
+        "--log-dir",
+        str(tmp_path),
+        "--pid-file",
+    ]
+    job = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "checkpoint.npz").exists() or not (tmp_path / "pid.1").exists():
+            assert time.monotonic() < deadline and job.poll() is None
+            time.sleep(0.1)
+        time.sleep(1.0)  # mid-training, checkpoints being written every update
+        os.kill(int((tmp_path / "pid.1").read_text()), signal.SIGKILL)
+        killed = time.monotonic()
+        job.wait(timeout=60)
+        ended = time.monotonic() - killed
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+    assert job.returncode != 0
+    assert ended < 30, ended
+    agent = ParallelPG.load(tmp_path / "checkpoint.npz", quiet=True)
+    assert agent.update >= 1 and np.all(np.isfinite(agent.net.params))
+    print(f"job ended {ended:.2f} s after SIGKILL of rank 1")
+
+
+def test_kill_while_writing_checkpoints_leaves_a_loadable_file(tmp_path):
+    """SIGKILL a process that saves a big checkpoint in a loop, at many moments."""
+    code = (
+        "import sys, numpy as np; from pgmpi import checkpoint\n"
+        "big = np.random.default_rng(0).standard_normal(3_000_000)\n"
+        "i = 0\n"
+        "while True:\n"
+        "    i += 1; checkpoint.save(sys.argv[1], {'x': big + i}, {'algorithm': 't', 'i': i})\n"
+    )
+    path = tmp_path / "ck.npz"
+    from pgmpi import checkpoint
+
+    for delay in np.linspace(0.3, 1.5, 8):
+        proc = subprocess.Popen([sys.executable, "-c", code, str(path)])
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        if path.exists():
+            arrays, meta = checkpoint.load(path, "t")
+            assert arrays["x"][0] == np.random.default_rng(0).standard_normal(1)[0] + meta["i"]
+    assert path.exists()
+
+
+@pytest.mark.parametrize(
+    "flags, text",
+    [
+        (["--episodes", "0"], "argument --episodes: must be >= 1, got 0"),
+        (["--minutes", "soon"], "argument --minutes: expected a number, got 'soon'"),
+        (["--learning-rate", "-1"], "argument --learning-rate: must be a finite number > 0"),
+    ],
+)
+def test_bad_example_flags_fail_once_on_every_rank(flags, text):
+    proc = run_mpi(2, ["examples/pong.py", *flags], timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count(text) == 1, proc.stderr
+
+
+def test_corrupt_checkpoint_on_resume_is_one_clear_error(tmp_path):
+    (tmp_path / "checkpoint.npz").write_bytes(b"PK\x03\x04 truncated")
+    proc = run_mpi(2, ["examples/pong.py", "--resume", "--log-dir", str(tmp_path)], timeout=60)
+    assert proc.returncode != 0
+    assert proc.stderr.count("cannot load checkpoint") == 1, proc.stderr
+    assert (tmp_path / "checkpoint.npz").read_bytes() == b"PK\x03\x04 truncated"

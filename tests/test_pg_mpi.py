@@ -1,0 +1,83 @@
+"""Tier 2, rank-aware: run under ``mpirun -n 2`` (and plain, as -n 1).
+
+Every collective call comes first; the ranks then agree on a pass flag and assert last, so a
+failed check on one rank cannot leave the other waiting in a collective.
+"""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from pgmpi import ConfigError, ParallelPG, mpi
+
+pytestmark = pytest.mark.mpi
+
+
+def _all_ranks_ok(ok: bool) -> bool:
+    return bool(mpi.allreduce_sum_(np.array([0 if ok else 1]))[0] == 0)
+
+
+def _digest(a: np.ndarray) -> str:
+    return hashlib.sha256(a.tobytes()).hexdigest()
+
+
+def test_allreduce_mean_matches_numpy():
+    n = mpi.size()
+    inputs = [np.random.default_rng(r).standard_normal(1001) for r in range(n)]
+    buf = inputs[mpi.rank()].copy()
+    mpi.allreduce_mean_(buf)
+    ints = mpi.allreduce_sum_(np.arange(5, dtype=np.int64) * (mpi.rank() + 1))
+    stats = mpi.global_stats(inputs[mpi.rank()])
+    pooled = np.concatenate(inputs)
+    ok = (
+        np.allclose(buf, np.mean(inputs, axis=0), rtol=1e-12, atol=1e-12)
+        and np.array_equal(ints, np.arange(5) * n * (n + 1) // 2)
+        and np.allclose(stats, [pooled.mean(), pooled.std(), pooled.min(), pooled.max()])
+    )
+    assert _all_ranks_ok(ok)
+
+
+def test_broadcast_copies_the_root_buffer():
+    buf = np.full(7, float(mpi.rank()))
+    mpi.broadcast_(buf)
+    assert _all_ranks_ok(bool(np.all(buf == 0.0)))
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_parameters_identical_on_every_rank_after_updates(exact):
+    agent = ParallelPG(
+        env="CartPole-v1",
+        hidden_size=16,
+        learning_rate=1e-2,
+        batch_size=5,
+        seed=7,
+        exact_reduction=exact,
+        quiet=True,
+    )
+    digests = []
+    for _ in range(3):
+        agent.train(episodes=agent.episodes + 5)
+        digests.append(_digest(agent.net.params) + _digest(agent.optimizer.cache))
+    everyone = mpi.allgather_object(digests)
+    assert _all_ranks_ok(all(d == everyone[0] for d in everyone))
+
+
+def test_same_seed_twice_gives_identical_parameters():
+    runs = [
+        ParallelPG(
+            env="CartPole-v1", hidden_size=16, learning_rate=1e-2, batch_size=4, seed=11, quiet=True
+        ).train(episodes=12)
+        for _ in range(2)
+    ]
+    assert _all_ranks_ok(np.array_equal(runs[0].net.params, runs[1].net.params))
+
+
+def test_mismatched_settings_raise_on_every_rank():
+    message = ""
+    try:
+        ParallelPG(env="CartPole-v1", seed=mpi.rank() if mpi.size() > 1 else -1, quiet=True)
+    except ConfigError as e:
+        message = str(e)
+    expected = "differs between ranks" if mpi.size() > 1 else "seed must be"
+    assert _all_ranks_ok(expected in message)
