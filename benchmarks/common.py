@@ -1,0 +1,51 @@
+"""Shared by the benchmarks: the machine description and the JSON writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict:
+    """CPU model, core count, Python, numpy, BLAS and MPI library, as printed by benchmarks."""
+    from pgmpi import mpi, threads
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas": threads.blas_info()["blas"],
+        "mpi": mpi.library_version(),
+    }
+
+
+def mpirun(n: int, args: list[str], timeout: float = 900) -> str:
+    """Run ``mpirun -n n python args`` and return its stdout (raises on failure)."""
+    here = Path(sys.executable).parent / "mpirun"
+    cmd = [str(here) if here.exists() else "mpirun", "-n", str(n), sys.executable, *args]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout).stdout
+
+
+def write(name: str, result: dict) -> Path:
+    """Write ``result`` to benchmarks/results/NAME.json and return the path."""
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path

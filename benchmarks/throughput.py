@@ -1,0 +1,180 @@
+"""Pong throughput of ParallelPG per rank, at 1 and 2 ranks, BLAS capped and uncapped.
+
+    python benchmarks/throughput.py [--updates 3] [--ranks 1 2]
+
+Launches itself under mpirun for each configuration and measures, in the same run:
+
+* ``emulator``: ALE Pong alone, random actions, frameskip 4 (the ceiling for any agent);
+* ``parallel_pg``: ParallelPG training on Pong (batch of 10 episodes shared over the ranks),
+  agent steps per second on each rank while playing, and peak memory per rank;
+* ``dense_float64``: the original post's style for scale (dense float64 first layer,
+  per-step matrix-vector product over all 6,400 inputs, dense backward), one episode.
+
+"capped" uses pgmpi's default BLAS cap (cores per node / ranks per node); "uncapped" gives
+every rank as many BLAS threads as the node has cores, which is what numpy does by default.
+Prints the figures and writes benchmarks/results/throughput.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
+
+
+def emulator_rate(steps: int) -> float:
+    from pgmpi.envs import PONG_DOWN, PONG_UP, make_gym
+
+    env = make_gym("ALE/Pong-v5")
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    start = time.perf_counter()
+    for _ in range(steps):
+        _, _, term, trunc, _ = env.step(PONG_UP if rng.random() < 0.5 else PONG_DOWN)
+        if term or trunc:
+            env.reset()
+    return steps / (time.perf_counter() - start)
+
+
+def dense_float64_rate(max_steps: int) -> float:
+    """One episode in the dense float64 style of the original post (written anew here)."""
+    from pgmpi.envs import EpisodeEnv
+
+    env, rng = EpisodeEnv("ALE/Pong-v5"), np.random.default_rng(0)
+    W1 = rng.standard_normal((200, 6400)) / 80.0
+    W2 = rng.standard_normal(200) / np.sqrt(200)
+    xs, hs, dl = [], [], []
+    start = time.perf_counter()
+    x, done = env.reset(0).astype(np.float64), False
+    while not done and len(xs) < max_steps:
+        h = np.maximum(W1 @ x, 0.0)
+        p = 1.0 / (1.0 + np.exp(-(W2 @ h)))
+        a = 0 if rng.random() < p else 1
+        xs.append(x), hs.append(h), dl.append((a == 0) - p)
+        x, _, done = env.step(a)
+        x = x.astype(np.float64)
+    X, H, D = np.array(xs), np.array(hs), np.array(dl)
+    dh = np.outer(D, W2)
+    dh[H <= 0] = 0
+    _ = H.T @ D, dh.T @ X  # the dense backward pass of the original
+    return len(xs) / (time.perf_counter() - start)
+
+
+def worker(args) -> None:
+    from pgmpi import ParallelPG, mpi, threads
+
+    blas = None if args.capped else os.cpu_count()
+    threads.cap_blas_threads(blas)
+    emu = emulator_rate(args.emulator_steps)
+    dense = dense_float64_rate(args.dense_steps)
+    rows = []
+    agent = ParallelPG(env="ALE/Pong-v5", seed=0, blas_threads=blas, quiet=True)
+    agent.train(episodes=10 * args.updates, callback=rows.append)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    per_rank = mpi.gather_stats({"emulator": emu, "dense_float64": dense, "peak_mb": peak_mb})
+    if mpi.is_root():
+        print(
+            json.dumps(
+                {
+                    "ranks": mpi.size(),
+                    "capped": args.capped,
+                    "blas_threads": agent.blas["threads"],
+                    "emulator_steps_per_s_per_rank": float(
+                        np.mean([r["emulator"] for r in per_rank])
+                    ),
+                    "dense_float64_steps_per_s_per_rank": float(
+                        np.mean([r["dense_float64"] for r in per_rank])
+                    ),
+                    "pg_steps_per_s_per_rank": float(
+                        np.mean(
+                            [
+                                (r["perf/rank_steps_per_s_min"] + r["perf/rank_steps_per_s_max"])
+                                / 2
+                                for r in rows
+                            ]
+                        )
+                    ),
+                    "pg_steps_per_s_total": float(np.mean([r["perf/steps_per_s"] for r in rows])),
+                    "pg_allreduce_s_per_update": float(
+                        np.mean([r["perf/allreduce_s"] for r in rows])
+                    ),
+                    "peak_mb_per_rank_max": max(r["peak_mb"] for r in per_rank),
+                }
+            ),
+            flush=True,
+        )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--updates", type=int, default=3, help="ParallelPG updates per config (3)")
+    p.add_argument("--ranks", type=int, nargs="+", default=[1, 2], help="rank counts (1 2)")
+    p.add_argument("--emulator-steps", type=int, default=10000)
+    p.add_argument("--dense-steps", type=int, default=1500)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--capped", type=int, default=1, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        return worker(args)
+
+    info = common.machine()
+    print("machine:", json.dumps(info))
+    configs = []
+    for n in args.ranks:
+        for capped in (1, 0):
+            out = common.mpirun(
+                n,
+                [
+                    __file__,
+                    "--worker",
+                    "--capped",
+                    str(capped),
+                    "--updates",
+                    str(args.updates),
+                    "--emulator-steps",
+                    str(args.emulator_steps),
+                    "--dense-steps",
+                    str(args.dense_steps),
+                ],
+            )
+            row = json.loads(out.strip().splitlines()[-1])
+            configs.append(row)
+            print(
+                f"ranks {n} {'capped' if capped else 'uncapped'} "
+                f"({row['blas_threads']} BLAS thread(s)/rank): "
+                f"emulator {row['emulator_steps_per_s_per_rank']:.0f}/s per rank, "
+                f"ParallelPG {row['pg_steps_per_s_per_rank']:.0f}/s per rank "
+                f"({row['pg_steps_per_s_total']:.0f} total), dense float64 "
+                f"{row['dense_float64_steps_per_s_per_rank']:.0f}/s per rank, "
+                f"peak {row['peak_mb_per_rank_max']:.0f} MB per rank",
+                flush=True,
+            )
+    result = {"machine": info, "configs": configs}
+    capped = {c["ranks"]: c for c in configs if c["capped"]}
+    if 1 in capped:
+        one = capped[1]
+        result["pg_vs_emulator_1_rank"] = (
+            one["pg_steps_per_s_per_rank"] / one["emulator_steps_per_s_per_rank"]
+        )
+        print(
+            f"ParallelPG / emulator at 1 rank: {result['pg_vs_emulator_1_rank']:.2f} "
+            "(target >= 0.70)"
+        )
+    if 1 in capped and 2 in capped:
+        result["speedup_2_ranks"] = (
+            capped[2]["pg_steps_per_s_total"] / capped[1]["pg_steps_per_s_total"]
+        )
+        print(f"2 ranks / 1 rank, total steps/s: {result['speedup_2_ranks']:.2f} (target >= 1.9)")
+    print("wrote", common.write("throughput", result))
+
+
+if __name__ == "__main__":
+    main()
