@@ -82,11 +82,12 @@ def test_exception_on_one_rank_ends_the_job(tmp_path):
         [SCRIPT, "--updates", "1000", "--log-dir", str(tmp_path), "--raise-on-rank", "1"],
         timeout=120,
     )
+    ended = time.time() - float((tmp_path / "raised_at").read_text())
     assert proc.returncode != 0
-    assert proc.seconds < 60, proc.seconds
+    assert ended < 10, ended
     assert proc.stderr.count("RuntimeError: deliberate failure on rank 1") == 1
     assert "[rank 1] Traceback" in proc.stderr
-    print(f"job ended {proc.seconds:.2f} s after launch (raise after update 1)")
+    print(f"job ended {ended:.3f} s after rank 1 raised")
 
 
 def test_sigkill_of_one_rank_ends_the_job_and_keeps_the_checkpoint(tmp_path):
@@ -123,7 +124,7 @@ def test_sigkill_of_one_rank_ends_the_job_and_keeps_the_checkpoint(tmp_path):
     assert ended < 30, ended
     agent = ParallelPG.load(tmp_path / "checkpoint.npz", quiet=True)
     assert agent.update >= 1 and np.all(np.isfinite(agent.net.params))
-    print(f"job ended {ended:.2f} s after SIGKILL of rank 1")
+    print(f"job ended {ended:.3f} s after SIGKILL of rank 1")
 
 
 def test_kill_while_writing_checkpoints_leaves_a_loadable_file(tmp_path):

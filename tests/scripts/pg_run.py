@@ -10,6 +10,7 @@ after the first update.
 
 import argparse
 import hashlib
+import time
 from pathlib import Path
 
 from pgmpi import ParallelPG, mpi
@@ -46,6 +47,7 @@ else:
 
 def maybe_raise(row):
     if mpi.rank() == args.raise_on_rank:
+        (args.log_dir / "raised_at").write_text(repr(time.time()))
         raise RuntimeError(f"deliberate failure on rank {args.raise_on_rank}")
 
 
