@@ -25,8 +25,9 @@ def plot(log_dir: str | Path, out: str | Path | None = None) -> Path:
         raise SystemExit(f"{log_dir / 'progress.csv'} has no rows yet")
     x_key = "episodes" if "episodes" in rows[0] else "generation"
     charts = [k for k in rows[0] if k.startswith("charts/")]
-    fig, axes = plt.subplots(len(charts), 1, figsize=(7, 2.4 * len(charts)), sharex=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(charts), 1, figsize=(7, 2.4 * len(charts)), sharex=True, squeeze=False
+    )
     x = [float(r[x_key]) for r in rows]
     for ax, key in zip(axes[:, 0], charts, strict=True):
         ax.plot(x, [float(r[key]) for r in rows])
