@@ -4,8 +4,16 @@
 threadpoolctl only: gymnasium and ale-py are imported when an environment is made.
 """
 
+from pgmpi.ga import PrunedGA
 from pgmpi.mpi import CollectiveError, ConfigError, NonFiniteError
 from pgmpi.pg import ParallelPG
 from pgmpi.version import __version__
 
-__all__ = ["ParallelPG", "CollectiveError", "ConfigError", "NonFiniteError", "__version__"]
+__all__ = [
+    "ParallelPG",
+    "PrunedGA",
+    "CollectiveError",
+    "ConfigError",
+    "NonFiniteError",
+    "__version__",
+]
