@@ -156,11 +156,23 @@ def _excepthook(kind, value, tb) -> None:
             sys.stderr.write(f"pgmpi: error: {kind.__name__}: {value}\n")
             sys.stderr.flush()
         return
+    if issubclass(kind, KeyboardInterrupt):  # Ctrl-C reaches every rank: say so once
+        if is_root():
+            sys.stderr.write("pgmpi: interrupted\n")
+            sys.stderr.flush()
+        _abort(130)
     lines = "".join(traceback.format_exception(kind, value, tb)).splitlines()
     sys.stderr.write("".join(f"[rank {rank()}] {line}\n" for line in lines))
     sys.stderr.write(f"[rank {rank()}] pgmpi: aborting all {size()} ranks\n")
     sys.stderr.flush()
-    _COMM.Abort(1)
+    _abort(1)
+
+
+def _abort(code: int) -> None:
+    try:
+        _COMM.Abort(code)
+    finally:
+        os._exit(code)  # if Abort ever returns (the launcher already tearing down), still exit
 
 
 # With several ranks, an exception on one rank would otherwise leave the others blocked in
