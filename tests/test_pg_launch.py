@@ -169,3 +169,38 @@ def test_corrupt_checkpoint_on_resume_is_one_clear_error(tmp_path):
     assert proc.returncode != 0
     assert proc.stderr.count("cannot load checkpoint") == 1, proc.stderr
     assert (tmp_path / "checkpoint.npz").read_bytes() == b"PK\x03\x04 truncated"
+
+
+def test_ctrl_c_ends_every_rank_with_one_message(tmp_path):
+    cmd = [
+        mpirun(),
+        "-n",
+        "2",
+        sys.executable,
+        SCRIPT,
+        "--updates",
+        "100000",
+        "--log-dir",
+        str(tmp_path),
+    ]
+    job = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "checkpoint.npz").exists():
+            assert time.monotonic() < deadline and job.poll() is None
+            time.sleep(0.1)
+        job.send_signal(signal.SIGINT)  # what Ctrl-C in the terminal sends to mpirun
+        _, err = job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+    assert job.returncode != 0
+    assert err.count("pgmpi: interrupted") == 1 and "Traceback" not in err, err
