@@ -188,7 +188,8 @@ class PrunedGA:
     Args:
         env: a gymnasium env id, or a zero-argument function returning an env, with a 1-D box
             observation and a discrete action space (argmax output) or a bounded 1-D box one
-            (tanh output, stretched onto the bounds unless they are [-1, 1]).
+            (tanh output, stretched onto the bounds unless they are [-1, 1]). A new env is
+            made for each individual.
         hidden_sizes: units of each tanh hidden layer ([32] in the original).
         population_size: individuals per generation.
         episodes_per_individual: episodes averaged into each fitness (8 in the original).
@@ -239,15 +240,14 @@ class PrunedGA:
                 (b is None or (_int(b) and b >= 1), "blas_threads", b, "None or an int >= 1"),
             ]
         )
-        self.env = None
+        name = env if isinstance(env, str) else "custom"
         if problem is None:
             try:
-                self.env, sizes = self._make_env(env)
+                name, sizes = self._spaces(env)
             except Exception as e:  # any failure to make the env is the user's input
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
-        custom = getattr(getattr(self.env, "spec", None), "id", "custom")
         self.config = dict(
-            env=env if isinstance(env, str) else custom,
+            env=name,
             hidden_sizes=list(h) if ok_h else h,
             population_size=population_size,
             episodes_per_individual=E,
@@ -257,7 +257,7 @@ class PrunedGA:
             seed=seed,
         )
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
-        self.log_dir, self.quiet = log_dir, quiet
+        self.log_dir, self.quiet, self._env = log_dir, quiet, env
         self.blas = threads.cap_blas_threads(blas_threads)
         self.net = PrunedNetwork((sizes[0], *h, sizes[1]), discrete=sizes[2])
         self._bounds = sizes[3]
@@ -269,20 +269,22 @@ class PrunedGA:
         self.last_steps = np.zeros(population_size)  # each individual's steps, last generation
 
     @staticmethod
-    def _make_env(env):
-        """(env, (n_inputs, n_outputs, discrete, None or the (low, high) to stretch onto))."""
+    def _spaces(env):
+        """(env id, (n_inputs, n_outputs, discrete, None or the (low, high) to stretch onto))."""
         import gymnasium as gym
 
         e = make_gym(env)
+        e.close()
+        name = env if isinstance(env, str) else getattr(e.spec, "id", "custom")
         obs, act = e.observation_space, e.action_space
         if not (isinstance(obs, gym.spaces.Box) and len(obs.shape) == 1):
             raise ValueError(f"observation space {obs} is not a 1-D Box")
         if isinstance(act, gym.spaces.Discrete):
-            return e, (obs.shape[0], int(act.n), True, None)
+            return name, (obs.shape[0], int(act.n), True, None)
         if not (isinstance(act, gym.spaces.Box) and len(act.shape) == 1 and act.is_bounded()):
             raise ValueError(f"action space {act} is neither Discrete nor a bounded 1-D Box")
         unit = np.all(act.low == -1) and np.all(act.high == 1)
-        return e, (obs.shape[0], act.shape[0], False, None if unit else (act.low, act.high))
+        return name, (obs.shape[0], act.shape[0], False, None if unit else (act.low, act.high))
 
     @property
     def generation(self) -> int:
@@ -290,17 +292,20 @@ class PrunedGA:
         return self.optimizer.generation
 
     def _play(self, weights: list[np.ndarray], stream: np.random.Generator, episodes: int):
-        """Total return and steps of ``episodes`` episodes seeded from ``stream``."""
-        total, steps, act = 0.0, 0, self.net.act
+        """Total return and steps of ``episodes`` episodes seeded from ``stream``, in a new env:
+        Box2D envs carry state from one episode into the next, so reusing one would make the
+        results depend on which individuals this rank happened to play before."""
+        env, total, steps, act = make_gym(self._env), 0.0, 0, self.net.act
         for _ in range(episodes):
-            obs, _ = self.env.reset(seed=rng.env_seed(stream))
+            obs, _ = env.reset(seed=rng.env_seed(stream))
             done = False
             while not done:
                 a = act(weights, obs)
                 if self._bounds is not None:  # tanh's (-1, 1) stretched onto the env's bounds
                     a = self._bounds[0] + (a + 1) * (self._bounds[1] - self._bounds[0]) / 2
-                obs, r, terminated, truncated, _ = self.env.step(a)
+                obs, r, terminated, truncated, _ = env.step(a)
                 total, steps, done = total + float(r), steps + 1, terminated or truncated
+        env.close()
         return total, steps
 
     def _generation(self, start: float, minutes: float | None) -> tuple[dict, bool]:
