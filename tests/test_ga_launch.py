@@ -1,0 +1,84 @@
+"""Tier 3: PrunedGA and its examples launched with mpirun in a subprocess."""
+
+import csv
+
+import numpy as np
+import pytest
+from launch import run_mpi
+
+pytestmark = pytest.mark.launcher
+
+# Trains a small PrunedGA and prints a hash of everything selection depends on.
+HASH_SCRIPT = """
+import hashlib, sys
+from pgmpi import PrunedGA, mpi
+env, hidden = sys.argv[1], tuple(int(h) for h in sys.argv[2].split(","))
+ga = PrunedGA(env=env, hidden_sizes=hidden, population_size=10, episodes_per_individual=2,
+              seed=9, quiet=True).train(generations=3)
+state = ga.optimizer.state()
+digest = hashlib.sha256(b"".join(state[k].tobytes() for k in sorted(state))).hexdigest()
+if mpi.is_root():
+    print("HASH", digest, ga.steps)
+"""
+
+
+def _hash(proc) -> str:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("HASH")][
+        0
+    ]
+
+
+@pytest.mark.parametrize("env, hidden", [("CartPole-v1", "4"), ("BipedalWalker-v3", "8,8")])
+def test_same_results_on_one_two_and_three_ranks(env, hidden):
+    hashes = {
+        n: _hash(run_mpi(n, ["-c", HASH_SCRIPT, env, hidden], timeout=120)) for n in (1, 2, 3)
+    }
+    assert len(set(hashes.values())) == 1, hashes
+
+
+def test_cartpole_example_reaches_500_on_two_ranks(tmp_path):
+    args = ["examples/cartpole_ga.py", "--quiet", "--generations", "50", "--log-dir", str(tmp_path)]
+    proc = run_mpi(2, args, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout.startswith("reached 500 in")
+    rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
+    assert float(rows[-1]["charts/best_return"]) == 500.0
+
+
+def test_bipedal_walker_example_resumes_exactly(tmp_path):
+    small = ["--population-size", "6", "--episodes-per-individual", "1", "--quiet"]
+    small += ["--checkpoint-every", "1", "--hidden-sizes", "8", "8"]
+
+    def run(n, folder, *extra):
+        proc = run_mpi(
+            n, ["examples/bipedal_walker.py", *small, "--log-dir", str(folder), *extra], timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return np.load(folder / "checkpoint.npz")
+
+    whole = run(2, tmp_path / "a", "--generations", "3")
+    run(2, tmp_path / "b", "--generations", "1")
+    resumed = run(1, tmp_path / "b", "--generations", "3", "--resume")
+    assert resumed["fitness_history"].shape == (3, 6)
+    for key in whole.files:
+        if key != "__meta__":
+            assert np.array_equal(whole[key], resumed[key]), key
+    assert len(list(csv.DictReader(open(tmp_path / "b" / "progress.csv")))) == 3
+
+
+def test_bad_settings_fail_once_on_every_rank(tmp_path):
+    bad_flag = run_mpi(2, ["examples/cartpole_ga.py", "--population-size", "0"], timeout=60)
+    assert bad_flag.returncode == 2
+    assert bad_flag.stderr.count("--population-size: must be >= 1") == 1
+    bad_value = run_mpi(
+        2,
+        ["examples/cartpole_ga.py", "--elite-fraction", "1.5", "--log-dir", str(tmp_path)],
+        timeout=60,
+    )
+    assert bad_value.returncode == 1
+    assert bad_value.stderr.count("ConfigError: elite_fraction must be in (0, 1), got 1.5") == 1
+    missing = run_mpi(
+        2, ["examples/bipedal_walker.py", "--resume", "--log-dir", str(tmp_path / "no")], timeout=60
+    )
+    assert missing.returncode == 1 and "no such file" in missing.stderr
