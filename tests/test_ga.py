@@ -19,7 +19,8 @@ def _tiny(**kw) -> PrunedGA:
 
 
 def _run_optimizer(seed=0, P=40, W=60, generations=6, fitness_seed=1):
-    """Drive the optimizer with random fitness; yield (before, fitness, after) per tell."""
+    """Drive the optimizer with random fitness; per tell yield (optimizer, population before,
+    (best mask, best fitness) before, fitness)."""
     opt = PruningOptimizer(W, population_size=P, seed=seed)
     frng = np.random.default_rng(fitness_seed)
     for _ in range(generations):

@@ -1,0 +1,144 @@
+"""Seconds per PrunedGA generation and env steps/s with the BipedalWalker settings, by rank count.
+
+    python benchmarks/ga_generation.py [--generations 3] [--ranks 1 2]
+    python benchmarks/ga_generation.py --population-size 24 --episodes-per-individual 2
+
+Launches itself under mpirun for each rank count, with the example's settings (hidden 8 8,
+138 individuals, 8 episodes each, seed 0) unless told otherwise. The same seed gives the same
+generations on any rank count, so every run does exactly the same work (checked: the fitness
+histories must hash the same) and parallel efficiency is T(1) / (n * T(n)) on the summed
+generation times. Episode lengths vary from about 40 to 1,600 steps, so it also reports how
+long ranks wait for each other in the fitness Allreduce, with pgmpi's longest-first
+assignment ("lpt", costed by each parent's steps) and with plain round robin ("round-robin").
+Prints the machine, MPI library, numpy/BLAS and figures; writes
+benchmarks/results/ga_generation.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
+
+
+def worker(args) -> None:
+    from pgmpi import PrunedGA, ga, mpi
+
+    if args.assign == "round-robin":  # the baseline: individual i on rank i % n
+        ga.balance = lambda costs, n: np.arange(len(costs)) % n
+    agent = PrunedGA(
+        env="BipedalWalker-v3",
+        hidden_sizes=args.hidden_sizes,
+        population_size=args.population_size,
+        episodes_per_individual=args.episodes_per_individual,
+        seed=args.seed,
+        quiet=True,
+    )
+    rows = []
+    agent.train(generations=args.generations, callback=rows.append)
+    in_collective = mpi.gather_stats([r["perf/allreduce_s"] for r in rows])
+    history = agent.optimizer.state()["fitness_history"]
+    if mpi.is_root():
+        per_rank = np.array(in_collective)  # (ranks, generations): seconds in the Allreduce
+        out = {
+            "ranks": mpi.size(),
+            "assign": args.assign,
+            "blas": agent.blas,
+            "fitness_hash": hashlib.sha256(history.tobytes()).hexdigest(),
+            "generation_s": [r["time/generation_s"] for r in rows],
+            "env_steps": [r["perf/env_steps"] for r in rows],
+            "wait_s": [r["perf/wait_s"] for r in rows],
+            "allreduce_s_per_rank": per_rank.tolist(),
+        }
+        print(json.dumps(out), flush=True)
+
+
+def summary(row: dict) -> dict:
+    """Per-generation figures of one run, from its per-generation lists."""
+    seconds, steps, G = sum(row["generation_s"]), sum(row["env_steps"]), len(row["generation_s"])
+    in_collective = np.array(row["allreduce_s_per_rank"]).sum(axis=1) / G
+    return {
+        "seconds_per_generation": seconds / G,
+        "steps_per_s": steps / seconds,
+        "wait_fraction": sum(row["wait_s"]) / seconds,
+        "collective_s_per_generation_max_rank": float(in_collective.max()),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--generations", type=int, default=3, help="generations per run (3)")
+    p.add_argument("--ranks", type=int, nargs="+", default=[1, 2], help="rank counts (1 2)")
+    p.add_argument("--hidden-sizes", type=int, nargs="+", default=[8, 8])
+    p.add_argument("--population-size", type=int, default=138)
+    p.add_argument("--episodes-per-individual", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--assign", nargs="+", default=["lpt", "round-robin"], choices=["lpt", "round-robin"]
+    )
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        args.assign = args.assign[0]
+        return worker(args)
+
+    info = common.machine()
+    print("machine:", json.dumps(info), flush=True)
+    settings = dict(
+        generations=args.generations,
+        hidden_sizes=args.hidden_sizes,
+        population_size=args.population_size,
+        episodes_per_individual=args.episodes_per_individual,
+        seed=args.seed,
+    )
+    print("settings:", json.dumps(settings), flush=True)
+    runs = []
+    for assign in args.assign:
+        for n in args.ranks:
+            flags = [
+                __file__,
+                "--worker",
+                "--assign",
+                assign,
+                "--generations",
+                str(args.generations),
+            ]
+            flags += ["--population-size", str(args.population_size), "--seed", str(args.seed)]
+            flags += ["--episodes-per-individual", str(args.episodes_per_individual)]
+            flags += ["--hidden-sizes", *map(str, args.hidden_sizes)]
+            row = json.loads(common.mpirun(n, flags, timeout=3600).strip().splitlines()[-1])
+            row.update(summary(row))
+            runs.append(row)
+            print(
+                f"ranks {n} {assign:11s} ({row['blas']['threads']} BLAS thread(s)/rank): "
+                f"{row['seconds_per_generation']:7.2f} s/generation, "
+                f"{row['steps_per_s']:7.0f} env steps/s, ranks waiting "
+                f"{100 * row['wait_fraction']:4.1f}% of the time "
+                f"(per generation: {', '.join(f'{w:.2f}' for w in row['wait_s'])} s)",
+                flush=True,
+            )
+    result = {"machine": info, "settings": settings, "runs": runs}
+    hashes = {r["fitness_hash"] for r in runs}
+    result["identical_results"] = len(hashes) == 1
+    print("same fitness history on every rank count and assignment:", len(hashes) == 1)
+    for assign in args.assign:
+        by_n = {r["ranks"]: r for r in runs if r["assign"] == assign}
+        if 1 in by_n:
+            t1 = by_n[1]["seconds_per_generation"]
+            for n, r in sorted(by_n.items()):
+                if n > 1:
+                    eff = t1 / (n * r["seconds_per_generation"])
+                    result[f"efficiency_{assign}_{n}_ranks"] = eff
+                    print(f"parallel efficiency, {assign}, {n} ranks: {100 * eff:.1f}%")
+    print("wrote", common.write("ga_generation", result))
+
+
+if __name__ == "__main__":
+    main()
