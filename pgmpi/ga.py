@@ -376,6 +376,8 @@ class PrunedGA:
 
         With no limit at all, trains until interrupted. Collective: every rank must call this.
         """
+        if not (_int(checkpoint_every) and checkpoint_every >= 1):  # the same on every rank
+            raise mpi.ConfigError(f"checkpoint_every must be an int >= 1, got {checkpoint_every!r}")
         log, start = self._logger(), time.perf_counter()
         if generations is None and minutes is None and target_return is None:
             log.print("no limit given: training until interrupted")

@@ -224,6 +224,8 @@ def test_train_limits_log_and_return_self(tmp_path):
     assert len(logged) == ga.generation and float(logged[-1]["charts/best_return"]) >= 20
     for key in ("charts/elite_mean_fitness", "charts/mutation_rate", "perf/wait_s"):
         assert key in logged[0]
+    with pytest.raises(ConfigError, match="checkpoint_every must be an int >= 1, got 0"):
+        ga.train(generations=99, checkpoint_every=0)
 
 
 @pytest.mark.parametrize("env", ["CartPole-v1", "BipedalWalker-v3"])
