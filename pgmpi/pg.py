@@ -168,19 +168,15 @@ class ParallelPG:
     def _play(self, stream: np.random.Generator, greedy: bool = False):
         """Play one episode; returns (return, length, REINFORCE gradient or None if greedy)."""
         x = self.env.reset(rng.env_seed(stream))
-        cols, vals, hs, dls, rewards = [], [], [], [], []
+        inputs, hs, dls, rewards = [], [], [], []
         done = False
         while not done:
             idx, h, p = self.net.forward(x)
             if greedy:
                 a = int(np.argmax(p))
-            else:
-                a = min(
-                    int(np.searchsorted(np.cumsum(p), stream.random(), side="right")), len(p) - 1
-                )
-            if not greedy:
-                cols.append(idx)
-                vals.append(x[idx])
+            else:  # sample from p with this episode's stream
+                a = min(int(np.searchsorted(np.cumsum(p), stream.random(), "right")), len(p) - 1)
+                inputs.append((idx, x[idx]))
                 hs.append(h)
                 dls.append(self.net.dlogits(p, a))
             x, r, done = self.env.step(a)
@@ -188,15 +184,10 @@ class ParallelPG:
         total, length = float(np.sum(rewards)), len(rewards)
         if greedy:
             return total, length, None
-        adv = standardise(
-            discounted_returns(np.array(rewards), self.config["gamma"], self.reset_on_reward)
-        ).astype(np.float32)
+        returns = discounted_returns(np.array(rewards), self.config["gamma"], self.reset_on_reward)
+        adv = standardise(returns).astype(np.float32)
         dlogits = np.array(dls) * adv[:, None]  # the policy-gradient trick: weight by advantage
-        rows = np.repeat(np.arange(length), [len(c) for c in cols])
-        grad = self.net.gradient(
-            np.concatenate(cols), rows, np.concatenate(vals), np.array(hs), dlogits
-        )
-        return total, length, grad
+        return total, length, self.net.gradient(inputs, np.array(hs), dlogits)
 
     # ------------------------------------------------------------------ one update
     def _one_update(self) -> dict:

@@ -34,19 +34,13 @@ def test_gradient_matches_finite_differences(bernoulli):
     T = 9
     X = rng.standard_normal((T, 7)).astype(np.float32) * (rng.random((T, 7)) < 0.5)
     adv = rng.standard_normal(T)
-    cols, rows, vals, hs, dls, actions = [], [], [], [], [], []
+    inputs, hs, dls, actions = [], [], [], []
     for t in range(T):
         idx, h, p = net.forward(X[t])
         a = int(rng.integers(n_actions))
-        cols.append(idx), rows.append(np.full(idx.size, t)), vals.append(X[t, idx])
+        inputs.append((idx, X[t, idx]))
         hs.append(h), dls.append(net.dlogits(p, a) * adv[t]), actions.append(a)
-    grad = net.gradient(
-        np.concatenate(cols),
-        np.concatenate(rows),
-        np.concatenate(vals),
-        np.array(hs),
-        np.array(dls, dtype=np.float32),
-    )
+    grad = net.gradient(inputs, np.array(hs), np.array(dls, dtype=np.float32))
     theta = net.params.astype(np.float64)
     d, hdim, k = 7, 5, net.n_logits
 
