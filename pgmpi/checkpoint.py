@@ -109,3 +109,21 @@ def load(path: str | os.PathLike, algorithm: str) -> tuple[dict[str, np.ndarray]
             arrays[name] = np.empty(shape, dtype=np.dtype(dtype))
         mpi.broadcast_(arrays[name])  # one buffer per array, once at load time
     return arrays, meta
+
+
+def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
+    """``load`` plus the constructor arguments to rebuild the object that was saved.
+
+    ``overrides`` may replace the arguments that are not learning state: ``env`` (needed if it
+    was a factory), ``log_dir``, ``blas_threads`` and ``quiet``.
+
+    Returns:
+        (arrays, metadata, keyword arguments for the algorithm's constructor).
+
+    Collective: every rank must call this.
+    """
+    arrays, meta = load(path, algorithm)
+    unknown = sorted(set(overrides) - {"env", "log_dir", "blas_threads", "quiet"})
+    if unknown:  # the same call on every rank, so the same error on every rank
+        raise mpi.ConfigError(f"load() cannot override {unknown}")
+    return arrays, meta, dict(meta["config"], **overrides)

@@ -6,6 +6,19 @@ A constructor gathers the first problem it finds (without raising) and hands it 
 
 from __future__ import annotations
 
+import math
+import numbers
+
+
+def is_int(x) -> bool:
+    """An integer, and not a bool."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def is_real(x) -> bool:
+    """A finite real number, and not a bool."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
 
 def first_problem(checks: list[tuple]) -> str | None:
     """The message for the first failed ``(ok, name, value, expected)`` check, or None.

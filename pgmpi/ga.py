@@ -2,7 +2,8 @@
 
 The algorithm is the pruneable agent of Rive Sunder's synaptolytic-learning project
 (github.com/riveSunder/synaptolytic-learning, 2019): a genome is a feed-forward network whose
-weights start as all ones, and learning only removes connections (see PruningOptimizer).
+weights start as all ones, and learning only removes connections (see
+:class:`pgmpi.optimizers.PruningOptimizer`).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network. Each rank plays its
@@ -16,8 +17,6 @@ at its parent's step count in the previous generation (which never changes the r
 
 from __future__ import annotations
 
-import math
-import numbers
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,21 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, mpi, rng, threads
-from pgmpi.config import first_problem
+from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import make_gym
-from pgmpi.logger import Logger
+from pgmpi.logger import Logger, run_header
 from pgmpi.networks import PrunedNetwork
+from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
-
-MUTATION_RATE_RANGE = (0.001, 0.125)  # clip range of the adaptive rate, as in the original
-
-
-def _real(x) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _int(x) -> bool:
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
 def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:
@@ -54,129 +44,6 @@ def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:
         owner[i] = r = int(np.argmin(load))
         load[r] += costs[i]
     return owner
-
-
-class PruningOptimizer:
-    """Synaptolysis as a pure-numpy ``ask()`` / ``tell(fitness)`` optimizer over boolean masks.
-
-    Generation 0 is all ones, each connection then pruned with probability ``prune_rate``.
-    ``tell`` ranks the population by fitness (higher is better; ties: lower index first). The
-    elites are the top k = ceil(elite_fraction * P), preceded by the best individual ever seen
-    if it is not of this generation. The next population is the elites unchanged, then
-    P - len(elites) children: a copy of elite j (0 = best), picked with probability
-    proportional to len(elites) - j, each of whose connections is then pruned with probability
-    ``mutation_rate = clip(sqrt(mean((c_elites - mean(c))**2)) / mean(c), *MUTATION_RATE_RANGE)``
-    (c: connection counts of the population just told; c_elites: of its elites). Population g
-    is drawn from ``rng.stream(seed, rng.GA_SELECTION, g)``.
-
-    Args:
-        n_weights: W, connections per genome.
-        population_size: P >= 2.
-        elite_fraction: share kept as elites, in (0, 1), with ceil(fraction * P) < P.
-        prune_rate: pruning probability of generation 0 (0.25 in the original), in [0, 1).
-        seed: root seed of the run.
-
-    Attributes:
-        population: bool (P, W), the masks of generation ``generation``.
-        parents: int64 (P,), each individual's parent in the previous population (-1 for the
-            best ever carried over from an earlier generation, and in generation 0).
-        mutation_rate: the rate that made the current children (``prune_rate`` at first).
-        best_mask, best_fitness: bool (W,) and float, the best ever (-inf before any tell).
-        fitness_history: one float64 (P,) array per generation told.
-    """
-
-    def __init__(
-        self,
-        n_weights: int,
-        *,
-        population_size: int,
-        elite_fraction: float = 0.125,
-        prune_rate: float = 0.25,
-        seed: int = 0,
-    ):
-        problem = self.check(population_size, elite_fraction, prune_rate, seed)
-        if problem is not None:
-            raise ValueError(problem)
-        self.seed, self.n_elites = seed, math.ceil(elite_fraction * population_size - 1e-9)
-        self.generation, self.mutation_rate = 0, float(prune_rate)
-        stream = rng.stream(seed, rng.GA_SELECTION, 0)
-        self.population = stream.random((population_size, n_weights)) >= prune_rate
-        self.parents = np.full(population_size, -1, dtype=np.int64)
-        self.best_mask, self.best_fitness = np.zeros(n_weights, dtype=bool), -np.inf
-        self.fitness_history: list[np.ndarray] = []
-
-    @staticmethod
-    def check(population_size, elite_fraction, prune_rate, seed) -> str | None:
-        """The first problem with these arguments, or None."""
-        P, f, r = population_size, elite_fraction, prune_rate
-        ok_p, ok_f = _int(P) and P >= 2, _real(f) and 0 < f < 1
-        child = f"small enough to leave a child in a population of {P}"
-        return first_problem(
-            [
-                (ok_p, "population_size", P, "an int >= 2"),
-                (ok_f, "elite_fraction", f, "in (0, 1)"),
-                (not (ok_p and ok_f) or math.ceil(f * P - 1e-9) < P, "elite_fraction", f, child),
-                (_real(r) and 0 <= r < 1, "prune_rate", r, "in [0, 1)"),
-                (_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
-            ]
-        )
-
-    def ask(self) -> np.ndarray:
-        """The masks to evaluate: bool (P, W), read-only."""
-        view = self.population.view()
-        view.flags.writeable = False
-        return view
-
-    def tell(self, fitness: np.ndarray) -> None:
-        """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``."""
-        f, P = np.asarray(fitness, dtype=np.float64), len(self.population)
-        if f.shape != (P,) or not np.all(np.isfinite(f)):
-            raise ValueError(f"fitness must be {P} finite values, got {f.shape} {f[:3]}...")
-        self.fitness_history.append(f.copy())
-        order = np.lexsort((np.arange(P), -f))[: self.n_elites]
-        elites, sources = self.population[order], order
-        if f[order[0]] > self.best_fitness:
-            self.best_mask, self.best_fitness = self.population[order[0]].copy(), float(f[order[0]])
-        else:  # the best ever is from an earlier generation: it leads the elites
-            elites = np.concatenate([self.best_mask[None], elites])
-            sources = np.concatenate([[-1], order])
-        c = self.population.sum(axis=1, dtype=np.float64)
-        spread = np.sqrt(np.mean((elites.sum(axis=1) - c.mean()) ** 2))
-        rate = spread / c.mean() if c.mean() > 0 else 0.0
-        self.mutation_rate = float(np.clip(rate, *MUTATION_RATE_RANGE))
-        self.generation += 1
-        stream, n = rng.stream(self.seed, rng.GA_SELECTION, self.generation), len(elites)
-        pick = stream.choice(n, size=P - n, p=np.arange(n, 0, -1) / (n * (n + 1) / 2))
-        keep = stream.random((P - n, self.population.shape[1])) >= self.mutation_rate
-        self.population = np.concatenate([elites, elites[pick] & keep])
-        self.parents = np.concatenate([sources, sources[pick]])
-
-    def result(self) -> tuple[np.ndarray, float]:
-        """(best mask ever seen, bool (W,); its fitness)."""
-        return self.best_mask.copy(), self.best_fitness
-
-    def state(self) -> dict[str, np.ndarray]:
-        """Everything ``tell`` depends on, as named arrays (for checkpoints)."""
-        history = np.array(self.fitness_history).reshape(-1, len(self.population))
-        return dict(
-            population=self.population,
-            parents=self.parents,
-            best_mask=self.best_mask,
-            best_fitness=np.float64(self.best_fitness),
-            mutation_rate=np.float64(self.mutation_rate),
-            fitness_history=history,
-        )
-
-    def set_state(self, arrays: dict[str, np.ndarray]) -> None:
-        """Restore what ``state`` returned; the generation is the length of the history."""
-        self.population, self.parents = arrays["population"].copy(), arrays["parents"].copy()
-        self.best_mask, self.best_fitness = (
-            arrays["best_mask"].copy(),
-            float(arrays["best_fitness"]),
-        )
-        self.mutation_rate = float(arrays["mutation_rate"])
-        self.fitness_history = list(arrays["fitness_history"])
-        self.generation = len(self.fitness_history)
 
 
 class PrunedGA:
@@ -230,14 +97,14 @@ class PrunedGA:
         quiet: bool = False,
     ):
         h, E, w, b = hidden_sizes, episodes_per_individual, complexity_weight, blas_threads
-        ok_h = isinstance(h, (list, tuple)) and all(_int(x) and x >= 1 for x in h)
+        ok_h = isinstance(h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h)
         problem = PruningOptimizer.check(population_size, elite_fraction, prune_rate, seed)
         problem = problem or first_problem(
             [
                 (ok_h, "hidden_sizes", h, "a list of ints >= 1"),
-                (_int(E) and E >= 1, "episodes_per_individual", E, "an int >= 1"),
-                (_real(w) and w >= 0, "complexity_weight", w, "a number >= 0"),
-                (b is None or (_int(b) and b >= 1), "blas_threads", b, "None or an int >= 1"),
+                (is_int(E) and E >= 1, "episodes_per_individual", E, "an int >= 1"),
+                (is_real(w) and w >= 0, "complexity_weight", w, "a number >= 0"),
+                (b is None or (is_int(b) and b >= 1), "blas_threads", b, "None or an int >= 1"),
             ]
         )
         name = env if isinstance(env, str) else "custom"
@@ -376,7 +243,7 @@ class PrunedGA:
 
         With no limit at all, trains until interrupted. Collective: every rank must call this.
         """
-        if not (_int(checkpoint_every) and checkpoint_every >= 1):  # the same on every rank
+        if not (is_int(checkpoint_every) and checkpoint_every >= 1):  # the same on every rank
             raise mpi.ConfigError(f"checkpoint_every must be an int >= 1, got {checkpoint_every!r}")
         log, start = self._logger(), time.perf_counter()
         if generations is None and minutes is None and target_return is None:
@@ -411,12 +278,14 @@ class PrunedGA:
         if not hasattr(self, "_log"):
             self._log = Logger(self.log_dir, resume=self.generation > 0, quiet=self.quiet)
             self._log.truncate(self.generation)
-            b = self.blas
+            layers = f"layers {self.net.sizes}, {self.net.n_weights} connections"
             self._log.print(
-                f"pgmpi {__version__} PrunedGA | env {self.config['env']} | ranks {mpi.size()}"
-                f" | {mpi.library_version()} | BLAS {b['blas']}, {b['threads']} thread(s)/rank"
-                f" | layers {self.net.sizes}, {self.net.n_weights} connections"
-                f" | generation {self.generation}"
+                run_header(
+                    self.algorithm,
+                    self.config["env"],
+                    self.blas,
+                    f"{layers} | generation {self.generation}",
+                )
             )
         return self._log
 
@@ -449,11 +318,8 @@ class PrunedGA:
         ``overrides`` may replace ``env`` (needed if it was a factory), ``log_dir``,
         ``blas_threads`` and ``quiet``. Collective: every rank must call this.
         """
-        arrays, meta = checkpoint.load(path, cls.algorithm)
-        allowed = {"env", "log_dir", "blas_threads", "quiet"}
-        if set(overrides) - allowed:
-            raise mpi.ConfigError(f"load() cannot override {sorted(set(overrides) - allowed)}")
-        agent = cls(**dict(meta["config"], **overrides))
+        arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
+        agent = cls(**settings)
         have, want = arrays["population"].shape, agent.optimizer.population.shape
         problem = f"checkpoint {str(path)!r}: population {have}, settings make {want}"
         mpi.agree({}, None if have == want else problem)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from pgmpi import mpi
+from pgmpi.version import __version__
 
 
 class Logger:
@@ -70,3 +71,12 @@ def warn(text: str) -> None:
     """A warning on the root rank's stderr."""
     if mpi.is_root():
         print(f"pgmpi: warning: {text}", file=sys.stderr, flush=True)
+
+
+def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:
+    """The first line of a run: version, algorithm, env, ranks, MPI library, BLAS threads."""
+    return (
+        f"pgmpi {__version__} {algorithm} | env {env} | ranks {mpi.size()} | "
+        f"{mpi.library_version()} | BLAS {blas['blas']}, {blas['threads']} thread(s)/rank"
+        f" | {details}"
+    )

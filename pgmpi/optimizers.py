@@ -1,13 +1,24 @@
-"""Optimizers on flat float32 parameter vectors.
+"""Optimizers, in pure numpy: they do not know where gradients or fitness come from.
 
-RMSProp as in Karpathy's "Pong from Pixels" (after Tieleman & Hinton, 2012, lecture 6.5):
-``cache = decay * cache + (1 - decay) * g**2``; ``params += lr * g / (sqrt(cache) + eps)``.
-It *ascends*: ``g`` is the gradient of the expected return.
+* :class:`RMSProp` as in Karpathy's "Pong from Pixels" (after Tieleman & Hinton, 2012,
+  lecture 6.5): ``cache = decay * cache + (1 - decay) * g**2``;
+  ``params += lr * g / (sqrt(cache) + eps)``. It *ascends*: ``g`` is the gradient of the
+  expected return.
+* :class:`PruningOptimizer`: synaptolysis (Rive Sunder's synaptolytic-learning project,
+  2019) behind ``ask()`` / ``tell(fitness)``, the interface of estool: selection and
+  mutation of boolean connection masks that only ever lose connections.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from pgmpi import rng
+from pgmpi.config import first_problem, is_int, is_real
+
+MUTATION_RATE_RANGE = (0.001, 0.125)  # clip range of the adaptive rate, as in the original
 
 
 class RMSProp:
@@ -22,3 +33,126 @@ class RMSProp:
         self.cache *= self.decay_rate
         self.cache += (1.0 - self.decay_rate) * np.square(grad)
         params += self.learning_rate * grad / (np.sqrt(self.cache) + self.eps)
+
+
+class PruningOptimizer:
+    """Synaptolysis as a pure-numpy ``ask()`` / ``tell(fitness)`` optimizer over boolean masks.
+
+    Generation 0 is all ones, each connection then pruned with probability ``prune_rate``.
+    ``tell`` ranks the population by fitness (higher is better; ties: lower index first). The
+    elites are the top k = ceil(elite_fraction * P), preceded by the best individual ever seen
+    if it is not of this generation. The next population is the elites unchanged, then
+    P - len(elites) children: a copy of elite j (0 = best), picked with probability
+    proportional to len(elites) - j, each of whose connections is then pruned with probability
+    ``mutation_rate = clip(sqrt(mean((c_elites - mean(c))**2)) / mean(c), *MUTATION_RATE_RANGE)``
+    (c: connection counts of the population just told; c_elites: of its elites). Population g
+    is drawn from ``rng.stream(seed, rng.GA_SELECTION, g)``.
+
+    Args:
+        n_weights: W, connections per genome.
+        population_size: P >= 2.
+        elite_fraction: share kept as elites, in (0, 1), with ceil(fraction * P) < P.
+        prune_rate: pruning probability of generation 0 (0.25 in the original), in [0, 1).
+        seed: root seed of the run.
+
+    Attributes:
+        population: bool (P, W), the masks of generation ``generation``.
+        parents: int64 (P,), each individual's parent in the previous population (-1 for the
+            best ever carried over from an earlier generation, and in generation 0).
+        mutation_rate: the rate that made the current children (``prune_rate`` at first).
+        best_mask, best_fitness: bool (W,) and float, the best ever (-inf before any tell).
+        fitness_history: one float64 (P,) array per generation told.
+    """
+
+    def __init__(
+        self,
+        n_weights: int,
+        *,
+        population_size: int,
+        elite_fraction: float = 0.125,
+        prune_rate: float = 0.25,
+        seed: int = 0,
+    ):
+        problem = self.check(population_size, elite_fraction, prune_rate, seed)
+        if problem is not None:
+            raise ValueError(problem)
+        self.seed, self.n_elites = seed, math.ceil(elite_fraction * population_size - 1e-9)
+        self.generation, self.mutation_rate = 0, float(prune_rate)
+        stream = rng.stream(seed, rng.GA_SELECTION, 0)
+        self.population = stream.random((population_size, n_weights)) >= prune_rate
+        self.parents = np.full(population_size, -1, dtype=np.int64)
+        self.best_mask, self.best_fitness = np.zeros(n_weights, dtype=bool), -np.inf
+        self.fitness_history: list[np.ndarray] = []
+
+    @staticmethod
+    def check(population_size, elite_fraction, prune_rate, seed) -> str | None:
+        """The first problem with these arguments, or None."""
+        P, f, r = population_size, elite_fraction, prune_rate
+        ok_p, ok_f = is_int(P) and P >= 2, is_real(f) and 0 < f < 1
+        child = f"small enough to leave a child in a population of {P}"
+        return first_problem(
+            [
+                (ok_p, "population_size", P, "an int >= 2"),
+                (ok_f, "elite_fraction", f, "in (0, 1)"),
+                (not (ok_p and ok_f) or math.ceil(f * P - 1e-9) < P, "elite_fraction", f, child),
+                (is_real(r) and 0 <= r < 1, "prune_rate", r, "in [0, 1)"),
+                (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
+            ]
+        )
+
+    def ask(self) -> np.ndarray:
+        """The masks to evaluate: bool (P, W), read-only."""
+        view = self.population.view()
+        view.flags.writeable = False
+        return view
+
+    def tell(self, fitness: np.ndarray) -> None:
+        """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``."""
+        f, P = np.asarray(fitness, dtype=np.float64), len(self.population)
+        if f.shape != (P,) or not np.all(np.isfinite(f)):
+            raise ValueError(f"fitness must be {P} finite values, got {f.shape} {f[:3]}...")
+        self.fitness_history.append(f.copy())
+        order = np.lexsort((np.arange(P), -f))[: self.n_elites]
+        elites, sources = self.population[order], order
+        if f[order[0]] > self.best_fitness:
+            self.best_mask, self.best_fitness = self.population[order[0]].copy(), float(f[order[0]])
+        else:  # the best ever is from an earlier generation: it leads the elites
+            elites = np.concatenate([self.best_mask[None], elites])
+            sources = np.concatenate([[-1], order])
+        c = self.population.sum(axis=1, dtype=np.float64)
+        spread = np.sqrt(np.mean((elites.sum(axis=1) - c.mean()) ** 2))
+        rate = spread / c.mean() if c.mean() > 0 else 0.0
+        self.mutation_rate = float(np.clip(rate, *MUTATION_RATE_RANGE))
+        self.generation += 1
+        stream, n = rng.stream(self.seed, rng.GA_SELECTION, self.generation), len(elites)
+        pick = stream.choice(n, size=P - n, p=np.arange(n, 0, -1) / (n * (n + 1) / 2))
+        keep = stream.random((P - n, self.population.shape[1])) >= self.mutation_rate
+        self.population = np.concatenate([elites, elites[pick] & keep])
+        self.parents = np.concatenate([sources, sources[pick]])
+
+    def result(self) -> tuple[np.ndarray, float]:
+        """(best mask ever seen, bool (W,); its fitness)."""
+        return self.best_mask.copy(), self.best_fitness
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Everything ``tell`` depends on, as named arrays (for checkpoints)."""
+        history = np.array(self.fitness_history).reshape(-1, len(self.population))
+        return dict(
+            population=self.population,
+            parents=self.parents,
+            best_mask=self.best_mask,
+            best_fitness=np.float64(self.best_fitness),
+            mutation_rate=np.float64(self.mutation_rate),
+            fitness_history=history,
+        )
+
+    def set_state(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore what ``state`` returned; the generation is the length of the history."""
+        self.population, self.parents = arrays["population"].copy(), arrays["parents"].copy()
+        self.best_mask, self.best_fitness = (
+            arrays["best_mask"].copy(),
+            float(arrays["best_fitness"]),
+        )
+        self.mutation_rate = float(arrays["mutation_rate"])
+        self.fitness_history = list(arrays["fitness_history"])
+        self.generation = len(self.fitness_history)

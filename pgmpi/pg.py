@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, mpi, rng, threads
-from pgmpi.config import first_problem
+from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import PONG_ID, EpisodeEnv, pong_frame
-from pgmpi.logger import Logger
+from pgmpi.logger import Logger, run_header
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import RMSProp
 from pgmpi.version import __version__
@@ -103,32 +103,16 @@ class ParallelPG:
         blas_threads: int | None = None,
         quiet: bool = False,
     ):
-        problem = first_problem(
-            [
-                (
-                    isinstance(hidden_size, int) and hidden_size >= 1,
-                    "hidden_size",
-                    hidden_size,
-                    ">= 1",
-                ),
-                (
-                    learning_rate > 0 and np.isfinite(learning_rate),
-                    "learning_rate",
-                    learning_rate,
-                    "> 0",
-                ),
-                (0 < gamma <= 1, "gamma", gamma, "in (0, 1]"),
-                (0 <= decay_rate < 1, "decay_rate", decay_rate, "in [0, 1)"),
-                (isinstance(batch_size, int) and batch_size >= 1, "batch_size", batch_size, ">= 1"),
-                (isinstance(seed, int) and seed >= 0, "seed", seed, "an int >= 0"),
-                (
-                    blas_threads is None or (isinstance(blas_threads, int) and blas_threads >= 1),
-                    "blas_threads",
-                    blas_threads,
-                    "None or >= 1",
-                ),
-            ]
-        )
+        problem = first_problem([
+            (is_int(hidden_size) and hidden_size >= 1, "hidden_size", hidden_size, "an int >= 1"),
+            (is_real(learning_rate) and learning_rate > 0, "learning_rate", learning_rate, "> 0"),
+            (is_real(gamma) and 0 < gamma <= 1, "gamma", gamma, "in (0, 1]"),
+            (is_real(decay_rate) and 0 <= decay_rate < 1, "decay_rate", decay_rate, "in [0, 1)"),
+            (is_int(batch_size) and batch_size >= 1, "batch_size", batch_size, "an int >= 1"),
+            (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
+            (blas_threads is None or (is_int(blas_threads) and blas_threads >= 1),
+             "blas_threads", blas_threads, "None or an int >= 1"),
+        ])  # fmt: skip
         self.env = None
         if problem is None:
             try:
@@ -330,11 +314,13 @@ class ParallelPG:
         if not hasattr(self, "_log"):
             self._log = Logger(self.log_dir, resume=self.update > 0, quiet=self.quiet)
             self._log.truncate(self.update)
-            b = self.blas
             self._log.print(
-                f"pgmpi {__version__} ParallelPG | env {self.config['env']} | ranks {mpi.size()}"
-                f" | {mpi.library_version()} | BLAS {b['blas']}, {b['threads']} thread(s)/rank"
-                f" | {self.net.params.size:,} params | update {self.update}"
+                run_header(
+                    self.algorithm,
+                    self.config["env"],
+                    self.blas,
+                    f"{self.net.params.size:,} params | update {self.update}",
+                )
             )
         return self._log
 
@@ -393,11 +379,8 @@ class ParallelPG:
         learning state: ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``,
         ``quiet``. Collective: every rank must call this.
         """
-        arrays, meta = checkpoint.load(path, cls.algorithm)
-        allowed = {"env", "log_dir", "blas_threads", "quiet"}
-        if set(overrides) - allowed:
-            raise mpi.ConfigError(f"load() cannot override {sorted(set(overrides) - allowed)}")
-        agent = cls(**dict(meta["config"], **overrides))
+        arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
+        agent = cls(**settings)
         problem = None
         if arrays["params"].shape != agent.net.params.shape:
             problem = (

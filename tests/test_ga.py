@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, PrunedGA, checkpoint
-from pgmpi.ga import MUTATION_RATE_RANGE, PruningOptimizer, balance
+from pgmpi.ga import balance
+from pgmpi.optimizers import MUTATION_RATE_RANGE, PruningOptimizer
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=12, episodes_per_individual=2)
 

@@ -163,14 +163,14 @@ def test_act_and_evaluate():
 @pytest.mark.parametrize(
     "kw, text",
     [
-        (dict(batch_size=0), "batch_size must be >= 1, got 0"),
+        (dict(batch_size=0), "batch_size must be an int >= 1, got 0"),
         (dict(gamma=1.5), "gamma must be in (0, 1], got 1.5"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
         (dict(decay_rate=1.0), "decay_rate must be in [0, 1), got 1.0"),
-        (dict(hidden_size=0), "hidden_size must be >= 1, got 0"),
+        (dict(hidden_size=0), "hidden_size must be an int >= 1, got 0"),
         (dict(seed=-2), "seed must be an int >= 0, got -2"),
-        (dict(blas_threads=0), "blas_threads must be None or >= 1, got 0"),
+        (dict(blas_threads=0), "blas_threads must be None or an int >= 1, got 0"),
         (dict(env="NoSuchEnv-v0"), "cannot make env 'NoSuchEnv-v0'"),
         (dict(env="Pendulum-v1"), "is not Discrete"),
         (dict(env="ALE/Breakout-v5"), "is not a 1-D Box"),
