@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from pgmpi import PrunedGA, mpi
-from pgmpi.cli import ArgumentParser, positive_int
+from pgmpi.cli import ArgumentParser, fraction, positive_int
 
 TARGET = 500.0  # CartPole-v1's time limit: the highest return there is
 
@@ -36,10 +36,10 @@ def main() -> int:
         help="episodes averaged into each fitness (8)",
     )
     p.add_argument(
-        "--elite-fraction", type=float, default=0.125, help="share kept unchanged (0.125)"
+        "--elite-fraction", type=fraction, default=0.125, help="share kept unchanged (0.125)"
     )
     p.add_argument(
-        "--prune-rate", type=float, default=0.25, help="pruning probability, generation 0 (0.25)"
+        "--prune-rate", type=fraction, default=0.25, help="pruning probability, generation 0 (0.25)"
     )
     p.add_argument(
         "--complexity-weight",

@@ -71,13 +71,16 @@ def test_bad_settings_fail_once_on_every_rank(tmp_path):
     bad_flag = run_mpi(2, ["examples/cartpole_ga.py", "--population-size", "0"], timeout=60)
     assert bad_flag.returncode == 2
     assert bad_flag.stderr.count("--population-size: must be >= 1") == 1
+    bad_fraction = run_mpi(2, ["examples/cartpole_ga.py", "--elite-fraction", "1.5"], timeout=60)
+    assert bad_fraction.returncode == 2
+    assert bad_fraction.stderr.count("--elite-fraction: must be in [0, 1), got 1.5") == 1
+    too_many_elites = ["--population-size", "4", "--elite-fraction", "0.9"]
     bad_value = run_mpi(
-        2,
-        ["examples/cartpole_ga.py", "--elite-fraction", "1.5", "--log-dir", str(tmp_path)],
-        timeout=60,
+        2, ["examples/cartpole_ga.py", *too_many_elites, "--log-dir", str(tmp_path)], timeout=60
     )
     assert bad_value.returncode == 1
-    assert bad_value.stderr.count("ConfigError: elite_fraction must be in (0, 1), got 1.5") == 1
+    text = "ConfigError: elite_fraction must be small enough to leave a child in a population of 4"
+    assert bad_value.stderr.count(text) == 1, bad_value.stderr
     missing = run_mpi(
         2, ["examples/bipedal_walker.py", "--resume", "--log-dir", str(tmp_path / "no")], timeout=60
     )
