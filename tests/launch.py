@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,3 +49,32 @@ def run_mpi(
     )
     proc.seconds = time.monotonic() - start
     return proc
+
+
+@contextmanager
+def started_mpi(n: int, args: list[str], cwd: Path | str = ROOT):
+    """``mpirun -n n python ARGS`` running in the background (text pipes); killed on exit."""
+    cmd = [mpirun(), "-n", str(n), sys.executable, *args]
+    job = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        yield job
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+
+
+def wait_for(path: Path, job: subprocess.Popen, timeout: float = 120) -> None:
+    """Wait until ``path`` exists, failing if ``job`` ends or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert job.poll() is None, f"job ended early: {job.stderr.read()[-3000:]}"
+        assert time.monotonic() < deadline, f"no {path} after {timeout} s"
+        time.sleep(0.1)

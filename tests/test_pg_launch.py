@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from launch import ROOT, mpirun, run_mpi
+from launch import run_mpi, started_mpi, wait_for
 
 from pgmpi import ParallelPG
 
@@ -91,35 +91,15 @@ def test_exception_on_one_rank_ends_the_job(tmp_path):
 
 
 def test_sigkill_of_one_rank_ends_the_job_and_keeps_the_checkpoint(tmp_path):
-    cmd = [
-        mpirun(),
-        "-n",
-        "2",
-        sys.executable,
-        SCRIPT,
-        "--updates",
-        "100000",
-        "--log-dir",
-        str(tmp_path),
-        "--pid-file",
-    ]
-    job = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "checkpoint.npz").exists() or not (tmp_path / "pid.1").exists():
-            assert time.monotonic() < deadline and job.poll() is None
-            time.sleep(0.1)
+    args = [SCRIPT, "--updates", "100000", "--log-dir", str(tmp_path), "--pid-file"]
+    with started_mpi(2, args) as job:
+        wait_for(tmp_path / "checkpoint.npz", job)
+        wait_for(tmp_path / "pid.1", job)
         time.sleep(1.0)  # mid-training, checkpoints being written every update
         os.kill(int((tmp_path / "pid.1").read_text()), signal.SIGKILL)
         killed = time.monotonic()
         job.wait(timeout=60)
         ended = time.monotonic() - killed
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-            job.wait()
     assert job.returncode != 0
     assert ended < 30, ended
     agent = ParallelPG.load(tmp_path / "checkpoint.npz", quiet=True)
@@ -172,35 +152,9 @@ def test_corrupt_checkpoint_on_resume_is_one_clear_error(tmp_path):
 
 
 def test_ctrl_c_ends_every_rank_with_one_message(tmp_path):
-    cmd = [
-        mpirun(),
-        "-n",
-        "2",
-        sys.executable,
-        SCRIPT,
-        "--updates",
-        "100000",
-        "--log-dir",
-        str(tmp_path),
-    ]
-    job = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / "checkpoint.npz").exists():
-            assert time.monotonic() < deadline and job.poll() is None
-            time.sleep(0.1)
+    with started_mpi(2, [SCRIPT, "--updates", "100000", "--log-dir", str(tmp_path)]) as job:
+        wait_for(tmp_path / "checkpoint.npz", job)
         job.send_signal(signal.SIGINT)  # what Ctrl-C in the terminal sends to mpirun
         _, err = job.communicate(timeout=60)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-            job.wait()
     assert job.returncode != 0
     assert err.count("pgmpi: interrupted") == 1 and "Traceback" not in err, err
