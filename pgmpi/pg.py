@@ -131,7 +131,7 @@ class ParallelPG:
             exact_reduction=exact_reduction,
         )
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
-        self._env_arg, self.log_dir, self.quiet = env, log_dir, quiet
+        self.log_dir, self.quiet = log_dir, quiet
         self.blas = threads.cap_blas_threads(blas_threads)
         self.reset_on_reward = self.env.is_pong if reset_on_reward is None else reset_on_reward
         self.net = TwoLayerPolicy(
@@ -203,14 +203,9 @@ class ParallelPG:
         scale = 2.0**FIXED_POINT_BITS if exact else 1.0
         grad = (buf[:-1] / (scale * B)).astype(np.float32)
         self.optimizer.step(self.net.params, grad)
-        return dict(
-            stats=stats,
-            play_s=t1 - t0,
-            allreduce_s=t2 - t1,
-            local_steps=int(stats[B : 2 * B].sum())
-            if n == 1
-            else int(sum(stats[B + e] for e in range(me, B, n))),
-        )
+        # stats holds only this rank's episodes until train() sums it over ranks
+        local_steps = int(stats[B : 2 * B].sum())
+        return dict(stats=stats, play_s=t1 - t0, allreduce_s=t2 - t1, local_steps=local_steps)
 
     # ------------------------------------------------------------------ training loop
     def train(
@@ -235,6 +230,8 @@ class ParallelPG:
 
         With no limit at all, trains until interrupted. Collective: every rank must call this.
         """
+        if not (is_int(checkpoint_every) and checkpoint_every >= 1):  # same on every rank
+            raise mpi.ConfigError(f"checkpoint_every must be an int >= 1, got {checkpoint_every!r}")
         if episodes is None and minutes is None and target_return is None:
             self._logger().print("no limit given: training until interrupted")
         log, B = self._logger(), self.config["batch_size"]

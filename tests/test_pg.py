@@ -183,6 +183,11 @@ def test_bad_arguments_name_the_value(kw, text):
     assert isinstance(err.value, ValueError)
 
 
+def test_bad_checkpoint_every_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="checkpoint_every must be an int >= 1, got 0"):
+        _cartpole().train(episodes=4, checkpoint_path=tmp_path / "ck.npz", checkpoint_every=0)
+
+
 def _nan_reward_cartpole():
     import gymnasium as gym
 
