@@ -49,12 +49,24 @@ def test_cartpole_example_solves_on_two_ranks(tmp_path):
     assert float(rows[-1]["charts/mean_return_100"]) >= 475
 
 
+def _learning_columns(path):
+    """Each update's logged row without timing columns (those differ from run to run)."""
+    return [
+        {k: v for k, v in row.items() if not k.startswith(("perf/", "time/"))}
+        for row in csv.DictReader(open(path))
+    ]
+
+
 def test_same_parameters_on_any_rank_count(tmp_path):
     hashes = {
         n: _hash(run_mpi(n, [SCRIPT, "--log-dir", str(tmp_path / str(n))], timeout=240))
         for n in (1, 2, 3, 4)
     }
     assert len(set(hashes.values())) == 1, hashes
+    # Update by update: every episode's return and length (played with that update's
+    # parameters) and the running reward are the same whatever the rank count.
+    logs = [_learning_columns(tmp_path / str(n) / "progress.csv") for n in (1, 2, 3, 4)]
+    assert len(logs[0]) == 6 and all(log == logs[0] for log in logs)
 
 
 def test_exact_resume_matches_an_uninterrupted_run(tmp_path):
@@ -66,13 +78,7 @@ def test_exact_resume_matches_an_uninterrupted_run(tmp_path):
     )
     assert rest == whole
 
-    def learning_columns(path):
-        return [
-            {k: v for k, v in row.items() if not k.startswith(("perf/", "time/"))}
-            for row in csv.DictReader(open(path))
-        ]
-
-    a, b = (learning_columns(tmp_path / d / "progress.csv") for d in "ab")
+    a, b = (_learning_columns(tmp_path / d / "progress.csv") for d in "ab")
     assert len(a) == 6 and a == b
 
 
