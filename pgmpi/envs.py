@@ -72,12 +72,11 @@ class EpisodeEnv:
                 f"env {self.env_id!r}: observation space {obs_space} is not a 1-D Box "
                 "(only Pong is preprocessed from pixels)"
             )
-        self._deterministic = self.is_pong
         self._prev = None
 
     def reset(self, seed: int) -> np.ndarray:
         """Start an episode whose randomness is fixed by ``seed``; return the first input."""
-        if self._deterministic and self._prev is not None:
+        if self.is_pong and self._prev is not None:
             obs, _ = self.env.reset()  # no sticky actions: nothing random to reseed
         else:
             obs, _ = self.env.reset(seed=seed)

@@ -9,7 +9,6 @@ one column per key and is what ``pgmpi.plot`` reads.
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
 from pgmpi import mpi
@@ -65,12 +64,6 @@ class Logger:
             return
         lines = self.path.read_text().splitlines(keepends=True)
         self.path.write_text("".join(lines[: rows + 1]))
-
-
-def warn(text: str) -> None:
-    """A warning on the root rank's stderr."""
-    if mpi.is_root():
-        print(f"pgmpi: warning: {text}", file=sys.stderr, flush=True)
 
 
 def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:
