@@ -1,10 +1,12 @@
-"""Environment helpers: making a gymnasium env, Pong preprocessing, seeding episodes.
+"""Environment helpers: making a gymnasium env, and everything Pong-specific.
 
 gymnasium and ale-py are imported here, inside the functions that make an environment, so
-``import pgmpi`` stays light. Pong preprocessing follows Karpathy's "Pong from Pixels": crop
-the 210x160 RGB frame to rows 35..194, keep every second row and column of the red channel,
-erase the two background colours (144 and 109), set everything else to 1, and feed the
-difference of consecutive frames: 80 x 80 = 6,400 inputs in {-1, 0, 1}, stored as int8.
+``import pgmpi`` stays light. Pong follows Karpathy's "Pong from Pixels": crop the 210x160
+RGB frame to rows 35..194, keep every second row and column of the red channel, erase the
+two background colours (144 and 109), set everything else to 1, and feed the difference of
+consecutive frames: 80 x 80 = 6,400 inputs in {-1, 0, 1}, stored as int8. The policy's two
+actions are paddle up and down, and a rally ends at every point scored, which is where the
+post restarts the discounted return.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ import numpy as np
 
 PONG_ID = "ALE/Pong-v5"
 PONG_UP, PONG_DOWN = 2, 3  # ALE action numbers for Pong's paddle (RIGHT = up, LEFT = down)
+STICKY = 0.25  # ALE v5's standard repeat_action_probability (Machado et al., 2018)
 
 
 def make_gym(env: str | Callable, **kwargs):
     """A gymnasium env from an id (ALE ids register ale-py first) or a zero-argument factory.
 
-    Pong is made with ``repeat_action_probability=0``: the emulator is then deterministic
-    given the actions, so all randomness comes from pgmpi's per-episode streams and an
-    episode never needs ALE's costly reseeding (0.1 s per ``reset(seed=...)``).
+    Pong is made with ``repeat_action_probability=0`` unless told otherwise: the emulator is
+    then deterministic given the actions, so all randomness comes from pgmpi's own streams
+    and a game never needs ALE's costly reseeding (0.1 s per ``reset(seed=...)``).
     """
     import gymnasium as gym
 
@@ -43,23 +46,35 @@ def pong_frame(frame: np.ndarray) -> np.ndarray:
     return ((x != 144) & (x != 109) & (x != 0)).astype(np.int8).ravel()
 
 
-class EpisodeEnv:
-    """One gymnasium env seen as a policy-gradient task: vector observations, action indices.
+class Game:
+    """One persistent game (a "slot"): a gymnasium env seen as a policy-gradient task.
 
     Pong (``ALE/Pong-v5``) gets Karpathy's treatment: inputs are differences of preprocessed
-    frames (int8, 6,400), and action index 0/1 means paddle up/down. Any other env with a
-    discrete action space and a 1-D box observation is used raw (float32), actions as is.
+    frames (int8, 6,400), action index 0/1 means paddle up/down, and a rally ends at every
+    point. Any other env with a discrete action space and a 1-D box observation is used raw
+    (float32), actions as is, and a rally is the whole episode.
+
+    Args:
+        env: a gymnasium id or a zero-argument factory.
+        sticky: Pong only: ALE v5's sticky actions (``repeat_action_probability=0.25``),
+            for evaluation; the game is then reseeded at each ``new_game``.
 
     Attributes:
-        n_inputs, n_actions, is_pong.
+        n_inputs, n_actions, is_pong, env_id.
+        x: the current input (the one to act on).
+        score, length: return and agent steps of the game in progress so far.
+        live: a game is in progress (False before the first ``new_game`` and after its end).
     """
 
-    def __init__(self, env: str | Callable):
+    def __init__(self, env: str | Callable, sticky: bool = False):
         import gymnasium as gym
 
-        self.env = make_gym(env)
-        self.env_id = env if isinstance(env, str) else getattr(self.env.spec, "id", "custom")
+        self.env_id = env if isinstance(env, str) else None
         self.is_pong = self.env_id == PONG_ID
+        extra = {"repeat_action_probability": STICKY} if sticky and self.is_pong else {}
+        self.env = make_gym(env, **extra)
+        self.env_id = self.env_id or getattr(self.env.spec, "id", "custom")
+        self.sticky = bool(extra)
         obs_space, act_space = self.env.observation_space, self.env.action_space
         if not isinstance(act_space, gym.spaces.Discrete):
             raise ValueError(f"env {self.env_id!r}: action space {act_space} is not Discrete")
@@ -72,22 +87,27 @@ class EpisodeEnv:
                 f"env {self.env_id!r}: observation space {obs_space} is not a 1-D Box "
                 "(only Pong is preprocessed from pixels)"
             )
-        self._prev = None
+        self.x, self.score, self.length, self.live = None, 0.0, 0, False
+        self._prev, self._seeded = None, False
 
-    def reset(self, seed: int) -> np.ndarray:
-        """Start an episode whose randomness is fixed by ``seed``; return the first input."""
-        if self.is_pong and self._prev is not None:
-            obs, _ = self.env.reset()  # no sticky actions: nothing random to reseed
+    def new_game(self, seed: int) -> None:
+        """Start a game whose randomness is fixed by ``seed``."""
+        if self.is_pong and self._seeded and not self.sticky:
+            obs, _ = self.env.reset()  # deterministic emulator: nothing random to reseed
         else:
             obs, _ = self.env.reset(seed=seed)
-        return self._input(obs, first=True)
+            self._seeded = True
+        self.x, self.score, self.length, self.live = self._input(obs, first=True), 0.0, 0, True
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool]:
-        """Take action index ``action``; return (next input, reward, episode over)."""
+    def step(self, action: int) -> tuple[float, bool, bool]:
+        """Take action index ``action``; return (reward, rally over, game over)."""
         if self.is_pong:
             action = PONG_UP if action == 0 else PONG_DOWN
         obs, reward, terminated, truncated, _ = self.env.step(action)
-        return self._input(obs), float(reward), bool(terminated or truncated)
+        over = bool(terminated or truncated)
+        self.x, self.score, self.length = self._input(obs), self.score + reward, self.length + 1
+        self.live = not over
+        return float(reward), over or (self.is_pong and reward != 0), over
 
     def _input(self, obs: np.ndarray, first: bool = False) -> np.ndarray:
         if not self.is_pong:
@@ -96,6 +116,29 @@ class EpisodeEnv:
         x = cur - (cur if first else self._prev)
         self._prev = cur
         return x
+
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """Everything needed to continue this game elsewhere: for a live Pong game, the
+        emulator state (ALE's own serialisation, no pickle), the last frame and input."""
+        out = {"score": np.array([self.score, self.length, self.live], dtype=np.float64)}
+        if self.live:
+            if not self.is_pong:  # games of other envs end with their rally: never live here
+                raise ValueError(f"cannot snapshot a live {self.env_id} game")
+            state = self.env.unwrapped.ale.cloneState().serialize()
+            out["ale"] = np.frombuffer(state, dtype=np.uint8)
+            out["prev"], out["x"] = self._prev, self.x
+        return out
+
+    def restore(self, snap: dict[str, np.ndarray], seed: int) -> None:
+        """Continue the game that ``snapshot`` saved (``seed``: the env's first reset)."""
+        score, length, live = snap["score"]
+        if live:
+            import ale_py
+
+            self.new_game(seed)  # the env must have been reset once before restoring
+            self.env.unwrapped.ale.restoreState(ale_py.ALEState(snap["ale"].tobytes()))
+            self._prev, self.x = snap["prev"].astype(np.int8), snap["x"].astype(np.int8)
+        self.score, self.length, self.live = float(score), int(length), bool(live)
 
     def close(self) -> None:
         self.env.close()

@@ -95,6 +95,45 @@ def allreduce_mean_(buffer: np.ndarray) -> np.ndarray:
     return buffer
 
 
+# Fixed-point scale of ExactSum: values are summed as round(x * 2**32) in int64.
+FIXED_POINT_BITS = 32
+
+
+class ExactSum:
+    """A sum of float arrays over every rank whose bits do not depend on the rank count.
+
+    Float addition is not associative, so a float Allreduce gives bits that depend on how
+    the terms were split over ranks. Here each term is rounded once to int64 fixed point
+    (``round(x * 2**32)``) and integers are summed, which is exact in any order. A term that
+    is not finite, or so large that the sum could overflow, is counted instead of added.
+
+    Args:
+        n: length of every term.
+        terms: how many terms all ranks add together at most (bounds each term's size).
+        exact: False sums float32 instead (faster, rank-count dependent bits).
+    """
+
+    def __init__(self, n: int, terms: int, exact: bool = True):
+        self.exact, self.limit = exact, 2.0 ** (62 - FIXED_POINT_BITS) / max(terms, 1)
+        # One flat buffer, so the reduction is one call: the sum, then the count of bad terms.
+        self.buffer = np.zeros(n + 1, dtype=np.int64 if exact else np.float32)
+
+    def add(self, x: np.ndarray) -> None:
+        """Add one term (float array of length n) on this rank."""
+        if not np.all(np.isfinite(x)) or np.abs(x).max(initial=0.0) >= self.limit:
+            self.buffer[-1] += 1
+        elif self.exact:
+            self.buffer[:-1] += np.rint(x * 2.0**FIXED_POINT_BITS).astype(np.int64)
+        else:
+            self.buffer[:-1] += x
+
+    def allreduce(self) -> tuple[np.ndarray, int]:
+        """(float64 sum of every rank's terms, number of terms left out as bad). Collective."""
+        allreduce_sum_(self.buffer)
+        scale = 2.0**FIXED_POINT_BITS if self.exact else 1.0
+        return self.buffer[:-1] / scale, int(self.buffer[-1])
+
+
 def gather_stats(values: dict) -> list[dict] | None:
     """Every rank's small ``values`` dict, as a list on the root (None elsewhere). Collective."""
     return _COMM.gather(values, root=0)

@@ -4,6 +4,8 @@
   lecture 6.5): ``cache = decay * cache + (1 - decay) * g**2``;
   ``params += lr * g / (sqrt(cache) + eps)``. It *ascends*: ``g`` is the gradient of the
   expected return.
+* :class:`Adam` (Kingma & Ba, 2015) with bias correction, also ascending, with the same
+  one-call interface: ``step(params, grad)``.
 * :class:`PruningOptimizer`: synaptolysis (Rive Sunder's synaptolytic-learning project,
   2019) behind ``ask()`` / ``tell(fitness)``, the interface of estool: selection and
   mutation of boolean connection masks that only ever lose connections.
@@ -33,6 +35,42 @@ class RMSProp:
         self.cache *= self.decay_rate
         self.cache += (1.0 - self.decay_rate) * np.square(grad)
         params += self.learning_rate * grad / (np.sqrt(self.cache) + self.eps)
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The arrays a checkpoint needs to resume exactly."""
+        return {"rmsprop_cache": self.cache}
+
+    def set_state(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore what :meth:`state` returned."""
+        self.cache[:] = arrays["rmsprop_cache"]
+
+
+class Adam:
+    """Adam ascent on one flat vector; state ``m``, ``v`` (flat, float32) and the step count."""
+
+    def __init__(
+        self, n: int, learning_rate: float, beta1: float = 0.9, beta2: float = 0.999, eps=1e-8
+    ):
+        self.learning_rate, self.beta1, self.beta2, self.eps = learning_rate, beta1, beta2, eps
+        self.m, self.v, self.t = np.zeros(n, np.float32), np.zeros(n, np.float32), 0
+
+    def step(self, params: np.ndarray, grad: np.ndarray) -> None:
+        """Update ``params`` in place with ``grad`` (both float32, same shape as ``m``)."""
+        self.t += 1
+        self.m *= self.beta1
+        self.m += (1.0 - self.beta1) * grad
+        self.v *= self.beta2
+        self.v += (1.0 - self.beta2) * np.square(grad)
+        lr = self.learning_rate * math.sqrt(1.0 - self.beta2**self.t) / (1.0 - self.beta1**self.t)
+        params += np.float32(lr) * self.m / (np.sqrt(self.v) + np.float32(self.eps))
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The arrays a checkpoint needs to resume exactly."""
+        return {"adam_m": self.m, "adam_v": self.v, "adam_t": np.array([self.t])}
+
+    def set_state(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore what :meth:`state` returned."""
+        self.m[:], self.v[:], self.t = arrays["adam_m"], arrays["adam_v"], int(arrays["adam_t"][0])
 
 
 class PruningOptimizer:

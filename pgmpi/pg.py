@@ -1,21 +1,24 @@
 """ParallelPG: Karpathy's "Pong from Pixels" policy gradient, data-parallel over MPI ranks.
 
-The algorithm is the one of Andrej Karpathy's post "Deep Reinforcement Learning: Pong from
-Pixels" (2016): a two-layer policy network, REINFORCE with discounted returns standardised
-per episode (and, for Pong, the running return reset at every point scored), and RMSProp on
-the gradient summed over a batch of episodes. In parallel, each update's ``batch_size``
-episodes are shared out over the ranks; one Allreduce over one flat buffer sums the
-per-episode gradients, and every rank applies the same RMSProp step, so the parameters stay
-identical everywhere without ever being sent.
+The learning rule is the one of Andrej Karpathy's post "Deep Reinforcement Learning: Pong
+from Pixels" (2016): a two-layer policy network, REINFORCE with discounted returns that
+restart at every point (a Pong rally) and are standardised, then a gradient step. The
+``karpathy`` preset is the post exactly: 10 whole games per update, their gradients summed,
+RMSProp with learning rate 1e-4. The defaults learn faster (see README, "Time to score").
 
-Reproducibility: episode ``e`` of update ``u`` draws its randomness from the stream keyed on
-(seed, u, e), whichever rank plays it, and by default the gradients are summed exactly in
-fixed point (int64), which does not depend on the order of the sum. So a seed gives the same
-parameters, bit for bit, on 1, 2, 3 or any number of ranks.
+Work split: ``slots`` persistent games, set independently of the rank count. In every
+update each game plays at least ``steps_per_slot`` agent steps and then on to the end of
+its rally (or of the game, with ``whole_games``), so no return is ever cut; its emulator
+carries over to the next update. Game k is played by rank k % n, with randomness from the
+stream keyed on (seed, update, k), and a rank steps all its games together: one forward pass
+per step for all of them. One Allreduce sums the games' gradients exactly (fixed point), and
+every rank takes the same optimizer step, so parameters stay identical everywhere, bit for
+bit on any number of ranks, without ever being sent.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -25,26 +28,30 @@ import numpy as np
 
 from pgmpi import checkpoint, mpi, rng, threads
 from pgmpi.config import first_problem, is_int, is_real
-from pgmpi.envs import PONG_ID, EpisodeEnv, pong_frame
+from pgmpi.envs import PONG_ID, Game, pong_frame
 from pgmpi.logger import Logger, run_header
 from pgmpi.networks import TwoLayerPolicy
-from pgmpi.optimizers import RMSProp
+from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
 
-# Fixed-point scale of the exact reduction: gradients are summed as round(g * 2**32) in int64.
-FIXED_POINT_BITS = 32
-FIXED_POINT_LIMIT = 2.0 ** (62 - FIXED_POINT_BITS)  # |sum of g| must stay below this
+REFERENCE_SLOTS = 16  # learning_rate is for this many games; more scale it by sqrt(slots/16)
+PRESETS = {
+    # The defaults: Adam on the mean over slots of time-boxed pieces of play.
+    "fast": dict(optimizer="adam", learning_rate=1e-3, slots=None, steps_per_slot=512,
+                 whole_games=False, batch_gradient="mean"),
+    # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4.
+    "karpathy": dict(optimizer="rmsprop", learning_rate=1e-4, decay_rate=0.99, slots=10,
+                     steps_per_slot=1, whole_games=True, batch_gradient="sum"),
+}  # fmt: skip
 
 
-def discounted_returns(rewards: np.ndarray, gamma: float, reset_on_reward: bool) -> np.ndarray:
-    """G_t = r_t + gamma * G_{t+1}; with ``reset_on_reward`` G restarts at each non-zero r_t
-    (Pong: a point ends a rally, so later rallies say nothing about earlier actions)."""
+def discounted_returns(rewards: np.ndarray, gamma: float, ends: np.ndarray) -> np.ndarray:
+    """G_t = r_t + gamma * G_{t+1}, restarting where ``ends[t]`` (a rally or episode ended
+    at step t: what comes after says nothing about the actions before)."""
     out = np.zeros(len(rewards), dtype=np.float64)
     running = 0.0
     for t in range(len(rewards) - 1, -1, -1):
-        if reset_on_reward and rewards[t] != 0:
-            running = 0.0
-        running = running * gamma + rewards[t]
+        running = (0.0 if ends[t] else running * gamma) + rewards[t]
         out[t] = running
     return out
 
@@ -56,6 +63,19 @@ def standardise(x: np.ndarray) -> np.ndarray:
     return x / std if std > 0 else x
 
 
+def _sample(p: np.ndarray, u: float) -> int:
+    """The action whose cumulative-probability interval holds the uniform draw ``u``."""
+    return min(int((u >= np.cumsum(p)).sum()), len(p) - 1)
+
+
+class Piece:
+    """What one game played in one update: per step the network cache, d log pi / d logits,
+    reward and rally end; and the (score, length) of every game that finished."""
+
+    def __init__(self):
+        self.caches, self.dlogits, self.rewards, self.ends, self.finished = [], [], [], [], []
+
+
 class ParallelPG:
     """Policy gradient over MPI ranks; every rank must construct it with the same arguments.
 
@@ -64,18 +84,22 @@ class ParallelPG:
             (``"ALE/Pong-v5"``) is played from pixels; other envs need a discrete action space
             and a 1-D box observation.
         hidden_size: hidden units of the two-layer network (200 in the post).
-        learning_rate: RMSProp step size (1e-4 for Pong).
-        gamma: discount factor, in (0, 1].
+        optimizer: ``"adam"`` or ``"rmsprop"`` (the post's), both ascending.
+        learning_rate: step size; with ``batch_gradient="mean"`` it is for 16 slots and is
+            scaled by sqrt(slots / 16) for more (the square-root rule for large batches).
         decay_rate: RMSProp decay of the squared-gradient average, in [0, 1).
-        batch_size: episodes per update, over all ranks together (10 in the post).
+        gamma: discount factor, in (0, 1].
+        slots: games played at once, over all ranks; None means the smallest multiple of the
+            rank count that is >= 16 (printed in the header). Fix it to get the same result
+            on any rank count.
+        steps_per_slot: agent steps each game plays per update before finishing its rally.
+        whole_games: a game's piece of play ends at the end of a game, not of a rally.
+        batch_gradient: ``"mean"`` over slots, or ``"sum"`` (the post's).
         seed: root seed of every random stream in the run.
-        reset_on_reward: restart the discounted return at every non-zero reward; None means
-            True for Pong and False for other envs.
         exact_reduction: sum gradients exactly in fixed point, so results do not depend on
             the rank count; False uses a plain float32 Allreduce.
         log_dir: folder for ``progress.csv``; None to print only.
-        blas_threads: BLAS threads per rank; None means cores per node / ranks per node, or
-            the user's OMP_NUM_THREADS.
+        blas_threads: BLAS threads per rank; None means cores per node / ranks per node.
         quiet: print nothing (the CSV is still written).
 
     Raises:
@@ -92,125 +116,155 @@ class ParallelPG:
         *,
         env: str | Callable = PONG_ID,
         hidden_size: int = 200,
-        learning_rate: float = 1e-4,
-        gamma: float = 0.99,
+        optimizer: str = PRESETS["fast"]["optimizer"],
+        learning_rate: float = PRESETS["fast"]["learning_rate"],
         decay_rate: float = 0.99,
-        batch_size: int = 10,
+        gamma: float = 0.99,
+        slots: int | None = PRESETS["fast"]["slots"],
+        steps_per_slot: int = PRESETS["fast"]["steps_per_slot"],
+        whole_games: bool = PRESETS["fast"]["whole_games"],
+        batch_gradient: str = PRESETS["fast"]["batch_gradient"],
         seed: int = 0,
-        reset_on_reward: bool | None = None,
         exact_reduction: bool = True,
         log_dir: str | Path | None = None,
         blas_threads: int | None = None,
         quiet: bool = False,
     ):
+        n = mpi.size()
         problem = first_problem([
             (is_int(hidden_size) and hidden_size >= 1, "hidden_size", hidden_size, "an int >= 1"),
+            (optimizer in ("adam", "rmsprop"), "optimizer", optimizer, "'adam' or 'rmsprop'"),
             (is_real(learning_rate) and learning_rate > 0, "learning_rate", learning_rate, "> 0"),
-            (is_real(gamma) and 0 < gamma <= 1, "gamma", gamma, "in (0, 1]"),
             (is_real(decay_rate) and 0 <= decay_rate < 1, "decay_rate", decay_rate, "in [0, 1)"),
-            (is_int(batch_size) and batch_size >= 1, "batch_size", batch_size, "an int >= 1"),
+            (is_real(gamma) and 0 < gamma <= 1, "gamma", gamma, "in (0, 1]"),
+            (slots is None or (is_int(slots) and slots >= 1), "slots", slots,
+             "None or an int >= 1"),
+            (is_int(steps_per_slot) and steps_per_slot >= 1, "steps_per_slot", steps_per_slot,
+             "an int >= 1"),
+            (isinstance(whole_games, bool), "whole_games", whole_games, "True or False"),
+            (batch_gradient in ("mean", "sum"), "batch_gradient", batch_gradient,
+             "'mean' or 'sum'"),
             (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
             (blas_threads is None or (is_int(blas_threads) and blas_threads >= 1),
              "blas_threads", blas_threads, "None or an int >= 1"),
         ])  # fmt: skip
-        self.env = None
+        slots_note = "set" if slots is not None else f"default for {n} ranks"
+        slots = slots if slots is not None else n * math.ceil(REFERENCE_SLOTS / n)
+        self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
+        self.games: dict[int, Game] = {}
         if problem is None:
-            try:
-                self.env = EpisodeEnv(env)
+            try:  # every rank makes one game at least, to check the env
+                self.games = {k: Game(env) for k in self.mine or [-1]}
             except Exception as e:  # any failure to make the env is the user's input
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
+        probe = next(iter(self.games.values()), None)
+        self.games.pop(-1, None)
         self.config = dict(
-            env=env if isinstance(env, str) else getattr(self.env, "env_id", "custom"),
-            hidden_size=hidden_size,
-            learning_rate=learning_rate,
-            gamma=gamma,
-            decay_rate=decay_rate,
-            batch_size=batch_size,
-            seed=seed,
-            reset_on_reward=reset_on_reward,
+            env=env if isinstance(env, str) else getattr(probe, "env_id", "custom"),
+            hidden_size=hidden_size, optimizer=optimizer, learning_rate=learning_rate,
+            decay_rate=decay_rate, gamma=gamma, slots=slots, steps_per_slot=steps_per_slot,
+            whole_games=whole_games, batch_gradient=batch_gradient, seed=seed,
             exact_reduction=exact_reduction,
-        )
+        )  # fmt: skip
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
-        self.log_dir, self.quiet = log_dir, quiet
+        self.probe, self.log_dir, self.quiet = probe, log_dir, quiet
         self.blas = threads.cap_blas_threads(blas_threads)
-        self.reset_on_reward = self.env.is_pong if reset_on_reward is None else reset_on_reward
         self.net = TwoLayerPolicy(
-            self.env.n_inputs,
-            hidden_size,
-            self.env.n_actions,
-            rng.stream(seed, rng.INIT),
-            bernoulli=self.env.is_pong,
+            probe.n_inputs, hidden_size, probe.n_actions, rng.stream(seed, rng.INIT),
+            bernoulli=probe.is_pong,
+        )  # fmt: skip
+        scale = math.sqrt(slots / REFERENCE_SLOTS) if batch_gradient == "mean" else 1.0
+        self.learning_rate = learning_rate * max(scale, 1.0)
+        self.optimizer = (
+            Adam(self.net.params.size, self.learning_rate)
+            if optimizer == "adam"
+            else RMSProp(self.net.params.size, self.learning_rate, decay_rate)
         )
-        self.optimizer = RMSProp(self.net.params.size, learning_rate, decay_rate)
         self.update, self.episodes, self.steps = 0, 0, 0
         self.running_reward: float | None = None
         self.recent_returns: deque[float] = deque(maxlen=100)
-        self._evaluations = 0
-        self._act_prev: np.ndarray | None = None
+        self._evaluations, self._act_prev = 0, None
+        self._header = (
+            f"{self.net.params.size:,} params | {slots} slots ({slots_note}), "
+            f"{steps_per_slot} steps each to the end of a {'game' if whole_games else 'rally'}"
+            f" | {optimizer} lr {self.learning_rate:g}, {batch_gradient} over slots"
+        )
+        if slots < n:
+            self._header += f"\nwarning: {n - slots} of {n} ranks idle: use slots >= {n}"
 
-    # ------------------------------------------------------------------ one episode
-    def _play(self, stream: np.random.Generator, greedy: bool = False):
-        """Play one episode; returns (return, length, REINFORCE gradient or None if greedy)."""
-        x = self.env.reset(rng.env_seed(stream))
-        inputs, hs, dls, rewards = [], [], [], []
-        done = False
-        while not done:
-            idx, h, p = self.net.forward(x)
-            if greedy:
-                a = int(np.argmax(p))
-            else:  # sample from p with this episode's stream
-                a = min(int(np.searchsorted(np.cumsum(p), stream.random(), "right")), len(p) - 1)
-                inputs.append((idx, x[idx]))
-                hs.append(h)
-                dls.append(self.net.dlogits(p, a))
-            x, r, done = self.env.step(a)
-            rewards.append(r)
-        total, length = float(np.sum(rewards)), len(rewards)
-        if greedy:
-            return total, length, None
-        returns = discounted_returns(np.array(rewards), self.config["gamma"], self.reset_on_reward)
+    # ------------------------------------------------------------------ play
+    def _play(self, games, streams, min_steps, whole_games, greedy=False, learn=True):
+        """Step ``games`` together until each has played ``min_steps`` and then reached the
+        end of a rally (or game); start a new game where one ended. One Piece per game."""
+        pieces = [Piece() for _ in games]
+        todo = list(range(len(games)))
+        while todo:
+            for i in todo:
+                if not games[i].live:
+                    games[i].new_game(rng.env_seed(streams[i]))
+            probs, caches = self.net.forward([games[i].x for i in todo])  # all games at once
+            still = []
+            for p, cache, i in zip(probs, caches, todo, strict=True):
+                game, piece = games[i], pieces[i]
+                a = int(np.argmax(p)) if greedy else _sample(p, streams[i].random())
+                if learn:
+                    piece.caches.append(cache)
+                    piece.dlogits.append(self.net.dlogits(p, a))
+                r, rally_over, game_over = game.step(a)
+                piece.rewards.append(r)
+                piece.ends.append(rally_over)
+                if game_over:
+                    piece.finished.append((game.score, game.length))
+                if not (
+                    len(piece.rewards) >= min_steps
+                    and (game_over or rally_over and not whole_games)
+                ):
+                    still.append(i)
+            todo = still
+        return pieces
+
+    def _gradient(self, piece: Piece) -> np.ndarray:
+        """The REINFORCE gradient of one piece: d log pi weighted by standardised returns."""
+        returns = discounted_returns(np.array(piece.rewards), self.config["gamma"], piece.ends)
         adv = standardise(returns).astype(np.float32)
-        dlogits = np.array(dls) * adv[:, None]  # the policy-gradient trick: weight by advantage
-        return total, length, self.net.gradient(inputs, np.array(hs), dlogits)
+        return self.net.gradient(piece.caches, np.array(piece.dlogits) * adv[:, None])
 
     # ------------------------------------------------------------------ one update
-    def _one_update(self) -> dict:
-        B, me, n = self.config["batch_size"], mpi.rank(), mpi.size()
-        exact = self.config["exact_reduction"]
-        # One flat buffer: the summed gradient, then one slot counting bad episodes.
-        buf = np.zeros(self.net.params.size + 1, dtype=np.int64 if exact else np.float32)
-        stats = np.zeros(2 * B + 1)  # returns, lengths, stop flag (filled in by train)
-        t0 = time.perf_counter()
-        for e in range(me, B, n):  # episode e is played by rank e % n
-            ret, length, g = self._play(
-                rng.stream(self.config["seed"], rng.EPISODE, self.update, e)
-            )
-            stats[e], stats[B + e] = ret, length
-            if not np.all(np.isfinite(g)) or np.abs(g).max() >= FIXED_POINT_LIMIT / B:
-                buf[-1] += 1
-            elif exact:
-                buf[:-1] += np.rint(g * 2.0**FIXED_POINT_BITS).astype(np.int64)
-            else:
-                buf[:-1] += g
+    def _one_update(self) -> tuple[list, dict]:
+        c, t0 = self.config, time.perf_counter()
+        streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
+        for k in self.mine:
+            if k not in self.games:  # made on first use, so building an agent stays quick
+                self.games[k] = Game(c["env"])
+        games = [self.games[k] for k in self.mine]
+        pieces = self._play(games, streams, c["steps_per_slot"], c["whole_games"])
         t1 = time.perf_counter()
-        mpi.allreduce_sum_(buf)  # sum every episode's gradient over all ranks
+        total = mpi.ExactSum(self.net.params.size, c["slots"], c["exact_reduction"])
+        for piece in pieces:
+            total.add(self._gradient(piece))
         t2 = time.perf_counter()
-        if buf[-1] != 0 or not np.all(np.isfinite(buf[:-1])):
+        grad, bad = total.allreduce()  # the one collective of an update: sum every game's gradient
+        t3 = time.perf_counter()
+        if bad:
             raise mpi.NonFiniteError(
-                f"update {self.update}: non-finite or huge gradient in {int(buf[-1])} episode(s)"
+                f"update {self.update}: non-finite or huge gradient in {bad} game(s)"
                 "; lower learning_rate or check the env's rewards (nothing was saved)"
             )
-        scale = 2.0**FIXED_POINT_BITS if exact else 1.0
-        grad = (buf[:-1] / (scale * B)).astype(np.float32)
-        self.optimizer.step(self.net.params, grad)
-        # stats holds only this rank's episodes until train() sums it over ranks
-        local_steps = int(stats[B : 2 * B].sum())
-        return dict(stats=stats, play_s=t1 - t0, allreduce_s=t2 - t1, local_steps=local_steps)
+        if c["batch_gradient"] == "mean":
+            grad /= c["slots"]
+        self.optimizer.step(self.net.params, grad.astype(np.float32))
+        finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
+        steps = sum(len(p.rewards) for p in pieces)
+        times = dict(
+            play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2, total_s=time.perf_counter() - t0
+        )
+        return finished, dict(times, steps=steps)
 
     # ------------------------------------------------------------------ training loop
     def train(
         self,
         *,
+        updates: int | None = None,
         episodes: int | None = None,
         minutes: float | None = None,
         target_return: float | None = None,
@@ -221,10 +275,11 @@ class ParallelPG:
         """Run updates until a limit is reached; returns self.
 
         Args:
-            episodes: stop once this many episodes in total have been played (counted from
-                the start of the run, resumes included).
+            updates: stop once this many updates have been made in total (resumes included).
+            episodes: stop once this many games have finished in total (counted from the
+                start of the run, resumes included).
             minutes: stop after the first update that ends this many minutes after the call.
-            target_return: stop once the mean return of the last 100 episodes reaches this.
+            target_return: stop once the mean return of the last 100 games reaches this.
             checkpoint_path: save here every ``checkpoint_every`` updates and at the end.
             callback: called on every rank after every update with the logged row.
 
@@ -232,30 +287,29 @@ class ParallelPG:
         """
         if not (is_int(checkpoint_every) and checkpoint_every >= 1):  # same on every rank
             raise mpi.ConfigError(f"checkpoint_every must be an int >= 1, got {checkpoint_every!r}")
-        if episodes is None and minutes is None and target_return is None:
-            self._logger().print("no limit given: training until interrupted")
-        log, B = self._logger(), self.config["batch_size"]
+        log = self._logger()
+        if (updates, episodes, minutes, target_return) == (None, None, None, None):
+            log.print("no limit given: training until interrupted")
         start = time.perf_counter()
         while True:
-            out = self._one_update()
-            stats = out["stats"]
-            elapsed = time.perf_counter() - start
-            stats[-1] = minutes is not None and elapsed >= 60 * minutes
-            mpi.allreduce_sum_(stats)  # every episode's return and length, and any stop vote
-            for ret in stats[:B]:
-                self.running_reward = (
-                    ret if self.running_reward is None else 0.99 * self.running_reward + 0.01 * ret
-                )
-                self.recent_returns.append(float(ret))
+            finished, mine = self._one_update()
+            mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
+            ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
+            games = sorted(g for f, _ in ranks for g in f)  # by slot: the same on any rank count
+            for _, ret, _ in games:
+                rr = self.running_reward
+                self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
+                self.recent_returns.append(ret)
             self.update += 1
-            self.episodes += B
-            self.steps += int(stats[B : 2 * B].sum())
-            row = self._log_row(stats, out, elapsed)
+            self.episodes += len(games)
+            self.steps += sum(r["steps"] for _, r in ranks)
+            row = self._log_row(games, [r for _, r in ranks], time.perf_counter() - start)
             log.log(row, self._log_line(row))
             if callback is not None:
                 callback(row)
             done = (
-                stats[-1] > 0
+                any(r["stop"] for _, r in ranks)
+                or (updates is not None and self.update >= updates)
                 or (episodes is not None and self.episodes >= episodes)
                 or (
                     target_return is not None
@@ -268,109 +322,110 @@ class ParallelPG:
             if done:
                 return self
 
-    def _log_row(self, stats: np.ndarray, out: dict, elapsed: float) -> dict:
-        B = self.config["batch_size"]
-        per_rank = mpi.gather_stats({k: out[k] for k in ("play_s", "allreduce_s", "local_steps")})
-        row = {
+    def _log_row(self, games: list, ranks: list[dict], elapsed: float) -> dict:
+        nan, steps = float("nan"), sum(r["steps"] for r in ranks)
+        wall = max(r["total_s"] for r in ranks)
+        cost = min(r["allreduce_s"] for r in ranks)  # the last rank to arrive waits for no one
+        return {
             "episodes": self.episodes,
             "update": self.update,
             "steps": self.steps,
-            "charts/running_reward": round(self.running_reward, 6),
-            "charts/mean_return": float(stats[:B].mean()),
-            "charts/mean_return_100": float(np.mean(self.recent_returns)),
-            "charts/mean_length": float(stats[B : 2 * B].mean()),
+            "charts/running_reward": nan if self.running_reward is None else self.running_reward,
+            "charts/mean_return_100": float(np.mean(self.recent_returns))
+            if self.recent_returns
+            else nan,
+            "charts/games": len(games),
+            "charts/mean_return": float(np.mean([g[1] for g in games])) if games else nan,
+            "charts/mean_length": float(np.mean([g[2] for g in games])) if games else nan,
             "time/elapsed_s": elapsed,
+            "perf/steps_per_s": steps / max(wall, 1e-9),
+            "perf/rank_steps_per_s_min": min(r["steps"] / max(r["play_s"], 1e-9) for r in ranks),
+            "perf/rank_steps_per_s_max": max(r["steps"] / max(r["play_s"], 1e-9) for r in ranks),
+            "perf/allreduce_s": cost,
+            "perf/wait_fraction": sum(r["allreduce_s"] - cost for r in ranks) / (len(ranks) * wall),
+            "perf/grad_s": max(r["grad_s"] for r in ranks),
         }
-        if per_rank is not None:  # the root: timing figures of every rank
-            play = max(r["play_s"] for r in per_rank) + max(r["allreduce_s"] for r in per_rank)
-            rank_rates = [r["local_steps"] / max(r["play_s"], 1e-9) for r in per_rank]
-            row.update(
-                {
-                    "perf/steps_per_s": stats[B : 2 * B].sum() / max(play, 1e-9),
-                    "perf/rank_steps_per_s_min": min(rank_rates),
-                    "perf/rank_steps_per_s_max": max(rank_rates),
-                    "perf/allreduce_s": max(r["allreduce_s"] for r in per_rank),
-                }
-            )
-        return row
 
     @staticmethod
     def _log_line(row: dict) -> str:
         return (
-            f"ep {row['episodes']:6d} | upd {row['update']:5d} | "
-            f"running {row['charts/running_reward']:8.2f} | "
-            f"mean100 {row['charts/mean_return_100']:8.2f} | "
-            f"len {row['charts/mean_length']:7.1f} | "
-            f"steps/s {row.get('perf/steps_per_s', 0):7.0f} "
-            f"(rank {row.get('perf/rank_steps_per_s_min', 0):.0f}-"
-            f"{row.get('perf/rank_steps_per_s_max', 0):.0f}) | "
-            f"allreduce {1e3 * row.get('perf/allreduce_s', 0):6.1f} ms"
+            f"upd {row['update']:5d} | games {row['episodes']:6d} | steps {row['steps']:10,d} | "
+            f"running {row['charts/running_reward']:7.2f} | "
+            f"mean100 {row['charts/mean_return_100']:7.2f} | "
+            f"steps/s {row['perf/steps_per_s']:6.0f} "
+            f"(rank {row['perf/rank_steps_per_s_min']:.0f}-{row['perf/rank_steps_per_s_max']:.0f})"
+            f" | wait {100 * row['perf/wait_fraction']:4.1f}%"
+            f" | allreduce {1e3 * row['perf/allreduce_s']:5.1f} ms"
         )
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
             self._log = Logger(self.log_dir, resume=self.update > 0, quiet=self.quiet)
             self._log.truncate(self.update)
-            self._log.print(
-                run_header(
-                    self.algorithm,
-                    self.config["env"],
-                    self.blas,
-                    f"{self.net.params.size:,} params | update {self.update}",
-                )
-            )
+            head = run_header(self.algorithm, self.config["env"], self.blas, self._header)
+            self._log.print(f"{head} | update {self.update}")
         return self._log
 
     # ------------------------------------------------------------------ using a policy
-    def evaluate(self, episodes: int = 10, greedy: bool = True) -> float:
-        """Mean return over ``episodes`` episodes shared out over ranks (no learning).
+    def evaluate(self, episodes: int = 10, greedy: bool = False, sticky: bool = False) -> float:
+        """Mean return over ``episodes`` whole games shared out over ranks (no learning).
 
+        Args:
+            greedy: take the most likely action instead of sampling from the policy.
+            sticky: Pong with ALE v5's sticky actions (repeat_action_probability 0.25).
+
+        The returns, in game order, are kept in ``evaluation_returns``.
         Collective: every rank must call this.
         """
         self._evaluations += 1
         returns = np.zeros(episodes)
-        for e in range(mpi.rank(), episodes, mpi.size()):
-            stream = rng.stream(self.config["seed"], rng.EVALUATE, self._evaluations, e)
-            returns[e] = self._play(stream, greedy=greedy)[0]
-        return float(mpi.allreduce_sum_(returns).mean())  # each return lives on one rank
+        mine = list(range(mpi.rank(), episodes, mpi.size()))
+        for chunk in (mine[i : i + 32] for i in range(0, len(mine), 32)):  # bounded memory
+            games = [Game(self.config["env"], sticky=sticky) for _ in chunk]
+            streams = [
+                rng.stream(self.config["seed"], rng.EVALUATE, self._evaluations, e) for e in chunk
+            ]
+            pieces = self._play(games, streams, 1, True, greedy=greedy, learn=False)
+            for e, piece, game in zip(chunk, pieces, games, strict=True):
+                returns[e] = piece.finished[0][0]
+                game.close()
+        self.evaluation_returns = mpi.allreduce_sum_(returns)  # each return lives on one rank
+        return float(self.evaluation_returns.mean())
 
     def act(self, observation: np.ndarray, new_episode: bool = False) -> int:
         """The greedy action for a raw env observation (for Pong: a frame; the previous
         frame is kept, so pass ``new_episode=True`` on an episode's first frame)."""
         x = np.asarray(observation, dtype=np.float32)
-        if self.env.is_pong:
+        if self.probe.is_pong:
             cur = pong_frame(observation)
             x = cur - (cur if new_episode or self._act_prev is None else self._act_prev)
             self._act_prev = cur
-        a = int(np.argmax(self.net.forward(x)[2]))
-        return (2 if a == 0 else 3) if self.env.is_pong else a
+        a = int(np.argmax(self.net.forward([x])[0][0]))
+        return (2 if a == 0 else 3) if self.probe.is_pong else a
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, path: str | Path) -> Path:
-        """Write parameters, optimizer state and counters to ``path`` (root only, atomic)."""
-        meta = {
-            "algorithm": self.algorithm,
-            "version": __version__,
-            "config": self.config,
-            "update": self.update,
-            "episodes": self.episodes,
-            "steps": self.steps,
-            "running_reward": self.running_reward,
-            "evaluations": self._evaluations,
-        }
-        return checkpoint.save(
-            path,
-            {
-                "params": self.net.params,
-                "rmsprop_cache": self.optimizer.cache,
-                "recent_returns": np.array(self.recent_returns, dtype=np.float64),
-            },
-            meta,
+        """Write parameters, optimizer state, counters and every game in progress to
+        ``path`` (atomically, by the root). Collective: every rank must call this."""
+        snaps = mpi.gather_stats(
+            {k: self.games[k].snapshot() for k in self.mine if k in self.games}
         )
+        arrays = {"params": self.net.params, **self.optimizer.state()}
+        arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
+        if snaps is not None:  # the root: every game's state, in slot order
+            games = {k: s for part in snaps for k, s in part.items()}
+            arrays.update(_pack_games(games, self.config["slots"], self.net.n_inputs))
+        meta = {
+            "algorithm": self.algorithm, "version": __version__, "config": self.config,
+            "update": self.update, "episodes": self.episodes, "steps": self.steps,
+            "running_reward": self.running_reward, "evaluations": self._evaluations,
+        }  # fmt: skip
+        return checkpoint.save(path, arrays, meta)
 
     @classmethod
     def load(cls, path: str | Path, **overrides) -> ParallelPG:
-        """A ParallelPG restored from ``path``, ready to ``train`` on from where it stopped.
+        """A ParallelPG restored from ``path``, ready to ``train`` on from where it stopped,
+        on any number of ranks (each takes over the games it now plays).
 
         ``overrides`` replace constructor arguments that are not part of the checkpoint's
         learning state: ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``,
@@ -386,8 +441,45 @@ class ParallelPG:
             )
         mpi.agree({}, problem)
         agent.net.params[:] = arrays["params"]
-        agent.optimizer.cache[:] = arrays["rmsprop_cache"]
+        agent.optimizer.set_state(arrays)
         agent.recent_returns.extend(arrays["recent_returns"].tolist())
         agent.update, agent.episodes, agent.steps = meta["update"], meta["episodes"], meta["steps"]
         agent.running_reward, agent._evaluations = meta["running_reward"], meta["evaluations"]
+        seed = agent.config["seed"]
+        for k, snap in _unpack_games(arrays, agent.mine).items():
+            agent.games[k].restore(snap, rng.env_seed(rng.stream(seed, rng.EPISODE, 0, k)))
         return agent
+
+    @classmethod
+    def from_preset(cls, name: str, **kwargs) -> ParallelPG:
+        """A ParallelPG with the settings of preset ``name`` (see ``PRESETS``), any of which
+        ``kwargs`` may replace. Collective: every rank must call this."""
+        if name not in PRESETS:  # the same on every rank, so the same error on every rank
+            raise mpi.ConfigError(f"no preset {name!r}; presets: {', '.join(PRESETS)}")
+        return cls(**dict(PRESETS[name], **kwargs))
+
+
+def _pack_games(games: dict, slots: int, n_inputs: int) -> dict[str, np.ndarray]:
+    """Every slot's game as flat arrays: scores (S, 3), frames (S, 2, D), ALE states."""
+    ale = [games[k].get("ale", np.zeros(0, np.uint8)) for k in range(slots)]
+    frames = np.zeros((slots, 2, n_inputs), dtype=np.int8)
+    for k in range(slots):
+        if "prev" in games[k]:
+            frames[k] = games[k]["prev"], games[k]["x"]
+    return {
+        "game_scores": np.array([games[k]["score"] for k in range(slots)]),
+        "game_frames": frames,
+        "game_ale_sizes": np.array([len(a) for a in ale], dtype=np.int64),
+        "game_ale": np.concatenate(ale),
+    }
+
+
+def _unpack_games(arrays: dict, mine: list[int]) -> dict[int, dict]:
+    """The snapshots of the games in ``mine``, from what ``_pack_games`` wrote."""
+    ends = np.cumsum(arrays["game_ale_sizes"])
+    out = {}
+    for k in mine:
+        ale = arrays["game_ale"][ends[k] - arrays["game_ale_sizes"][k] : ends[k]]
+        prev, x = arrays["game_frames"][k]
+        out[k] = {"score": arrays["game_scores"][k], "ale": ale, "prev": prev, "x": x}
+    return out

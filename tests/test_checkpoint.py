@@ -11,7 +11,7 @@ from pgmpi import ConfigError, ParallelPG, checkpoint
 
 @pytest.fixture
 def saved(tmp_path):
-    agent = ParallelPG(env="CartPole-v1", hidden_size=8, batch_size=2, quiet=True)
+    agent = ParallelPG(env="CartPole-v1", hidden_size=8, slots=2, steps_per_slot=1, quiet=True)
     agent.train(episodes=2)
     return agent.save(tmp_path / "ck.npz")
 

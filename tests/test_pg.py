@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, NonFiniteError, ParallelPG
-from pgmpi.envs import EpisodeEnv, pong_frame
+from pgmpi.envs import Game, pong_frame
 from pgmpi.networks import TwoLayerPolicy
-from pgmpi.optimizers import RMSProp
-from pgmpi.pg import discounted_returns, standardise
+from pgmpi.optimizers import Adam, RMSProp
+from pgmpi.pg import PRESETS, discounted_returns, standardise
 
 
 def _logp_objective(W1, W2, X, actions, adv, bernoulli):
@@ -34,13 +34,12 @@ def test_gradient_matches_finite_differences(bernoulli):
     T = 9
     X = rng.standard_normal((T, 7)).astype(np.float32) * (rng.random((T, 7)) < 0.5)
     adv = rng.standard_normal(T)
-    inputs, hs, dls, actions = [], [], [], []
+    caches, dls, actions = [], [], []
     for t in range(T):
-        idx, h, p = net.forward(X[t])
+        probs, (cache,) = net.forward([X[t]])
         a = int(rng.integers(n_actions))
-        inputs.append((idx, X[t, idx]))
-        hs.append(h), dls.append(net.dlogits(p, a) * adv[t]), actions.append(a)
-    grad = net.gradient(inputs, np.array(hs), np.array(dls, dtype=np.float32))
+        caches.append(cache), dls.append(net.dlogits(probs[0], a) * adv[t]), actions.append(a)
+    grad = net.gradient(caches, np.array(dls, dtype=np.float32))
     theta = net.params.astype(np.float64)
     d, hdim, k = 7, 5, net.n_logits
 
@@ -61,11 +60,26 @@ def test_gradient_matches_finite_differences(bernoulli):
     np.testing.assert_allclose(grad, numeric, rtol=2e-3, atol=2e-4)
 
 
+def test_batched_forward_gives_each_game_the_bits_it_gets_alone():
+    rng = np.random.default_rng(4)
+    net = TwoLayerPolicy(50, 8, 2, rng, bernoulli=True)
+    xs = [(rng.integers(-1, 2, 50) * (rng.random(50) < 0.2)).astype(np.int8) for _ in range(5)]
+    xs[2][:] = 0  # a first frame: no pixel set
+    together, caches = net.forward(xs)
+    for x, row, cache in zip(xs, together, caches, strict=True):
+        alone, (single,) = net.forward([x])
+        assert alone[0].tobytes() == row.tobytes()
+        assert single[2].tobytes() == cache[2].tobytes()
+
+
 def test_discounted_returns_plain_and_with_pong_reset():
     r = np.array([0.0, 0.0, 1.0, 0.0, -1.0])
     g = 0.5
-    np.testing.assert_allclose(discounted_returns(r, g, False), [0.1875, 0.375, 0.75, -0.5, -1.0])
-    np.testing.assert_allclose(discounted_returns(r, g, True), [0.25, 0.5, 1.0, -0.5, -1.0])
+    episode_end = np.array([0, 0, 0, 0, 1], dtype=bool)
+    np.testing.assert_allclose(
+        discounted_returns(r, g, episode_end), [0.1875, 0.375, 0.75, -0.5, -1.0]
+    )
+    np.testing.assert_allclose(discounted_returns(r, g, r != 0), [0.25, 0.5, 1.0, -0.5, -1.0])
     s = standardise(np.array([1.0, 2.0, 3.0]))
     assert abs(s.mean()) < 1e-12 and abs(s.std() - 1) < 1e-12
     assert np.all(standardise(np.ones(4)) == 0)
@@ -82,13 +96,29 @@ def test_rmsprop_step_by_hand():
     np.testing.assert_allclose(opt.cache, cache, rtol=1e-6)
 
 
+def test_adam_step_by_hand():
+    opt = Adam(2, learning_rate=0.1, beta1=0.9, beta2=0.999, eps=1e-8)
+    params = np.array([1.0, -1.0], dtype=np.float32)
+    g1, g2 = np.array([2.0, -0.5], np.float32), np.array([1.0, 0.5], np.float32)
+    opt.step(params, g1), opt.step(params, g2)
+    m, v, expected = np.zeros(2), np.zeros(2), np.array([1.0, -1.0])
+    for t, g in ((1, g1), (2, g2)):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g.astype(np.float64) ** 2
+        expected += 0.1 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    np.testing.assert_allclose(params, expected, rtol=1e-5)
+    assert opt.t == 2
+
+
 def test_pong_preprocessing_on_real_ale_frames():
-    env = EpisodeEnv("ALE/Pong-v5")
-    first = env.reset(seed=0)
+    env = Game("ALE/Pong-v5")
+    env.new_game(seed=0)
+    first = env.x
     assert first.shape == (6400,) and first.dtype == np.int8 and not first.any()
     counts = []
     for t in range(60):
-        d, reward, done = env.step(t % 2)
+        env.step(t % 2)
+        d = env.x
         assert d.dtype == np.int8 and set(np.unique(d)) <= {-1, 0, 1}
         counts.append(np.count_nonzero(d))
     x = pong_frame(env.env.unwrapped.ale.getScreenRGB()).reshape(80, 80)
@@ -102,19 +132,31 @@ def test_pong_preprocessing_on_real_ale_frames():
     env.close()
 
 
+def test_rally_rule_ends_a_rally_at_every_point():
+    game = Game("ALE/Pong-v5")
+    game.new_game(seed=0)
+    rallies = games = 0
+    while not games:
+        reward, rally_over, game_over = game.step(0)
+        assert rally_over == (reward != 0 or game_over)
+        rallies, games = rallies + rally_over, games + game_over
+    assert rallies == 21 and game.score == -21.0 and not game.live  # always up: lost 0-21
+
+
 def _cartpole(**kw):
-    kw = (
-        dict(
-            env="CartPole-v1", hidden_size=16, learning_rate=1e-2, batch_size=4, seed=3, quiet=True
-        )
-        | kw
-    )
-    return ParallelPG(**kw)
+    base = dict(env="CartPole-v1", hidden_size=16, learning_rate=1e-2, optimizer="rmsprop")
+    base |= dict(slots=4, steps_per_slot=1, whole_games=True, seed=3, quiet=True)
+    return ParallelPG(**(base | kw))
+
+
+def _pong(**kw):
+    base = dict(hidden_size=8, slots=3, steps_per_slot=40, seed=2, quiet=True)
+    return ParallelPG(**(base | kw))
 
 
 def test_cartpole_learns_in_a_few_updates():
     means = []
-    agent = _cartpole(hidden_size=32, batch_size=10, seed=0)
+    agent = _cartpole(hidden_size=32, slots=10, seed=0)
     agent.train(episodes=200, callback=lambda row: means.append(row["charts/mean_return"]))
     assert len(means) == 20
     # A random policy balances about 20 steps; 20 updates of 10 episodes multiply that.
@@ -135,6 +177,56 @@ def test_save_load_round_trip(tmp_path):
     np.testing.assert_array_equal(back.net.params, agent.net.params)
 
 
+def test_pong_games_in_progress_survive_save_and_load(tmp_path):
+    rows = {"a": [], "b": []}
+    agent = _pong().train(episodes=1)  # several updates, games carried over between them
+    assert any(g.live for g in agent.games.values())
+    back = ParallelPG.load(agent.save(tmp_path / "ck.npz"), quiet=True)
+    for k, game in agent.games.items():
+        assert back.games[k].live == game.live and back.games[k].score == game.score
+    agent.train(episodes=3, callback=rows["a"].append)
+    back.train(episodes=3, callback=rows["b"].append)
+    np.testing.assert_array_equal(back.net.params, agent.net.params)
+    np.testing.assert_array_equal(back.optimizer.m, agent.optimizer.m)
+    learned = [[r["charts/running_reward"], r["steps"]] for r in rows["a"]]
+    assert learned == [[r["charts/running_reward"], r["steps"]] for r in rows["b"]]
+
+
+def test_karpathy_preset_is_the_posts_update():
+    """One update of the preset equals the post's formula, recomputed densely in float64 from
+    the recorded games: the sum over 10 whole games of each game's gradient, with returns
+    restarting at every point and standardised per game, then one RMSProp step."""
+    assert PRESETS["karpathy"]["slots"] == 10 and PRESETS["karpathy"]["whole_games"]
+    agent = ParallelPG.from_preset("karpathy", hidden_size=6, seed=1, quiet=True)
+    recorded, play = [], agent._play
+    agent._play = lambda *a, **k: recorded.extend(play(*a, **k)) or recorded[-10:]
+    W1, W2 = agent.net.W1.astype(np.float64), agent.net.W2[:, 0].astype(np.float64)
+    agent.train(episodes=10)
+    assert agent.update == 1 and len(recorded) == 10
+    g1, g2 = np.zeros_like(W1), np.zeros_like(W2)
+    for piece in recorded:
+        assert len(piece.finished) == 1 and piece.ends[-1]  # one whole game, no more
+        X = np.zeros((len(piece.rewards), 6400))
+        for t, (idx, vals, _) in enumerate(piece.caches):
+            X[t, idx] = vals
+        up = np.array([d[0] > 0 for d in piece.dlogits])  # dlogit = [a == up] - p(up)
+        h = np.maximum(X @ W1, 0)
+        p_up = 1 / (1 + np.exp(-(h @ W2)))
+        r, G, running = np.array(piece.rewards), np.zeros(len(piece.rewards)), 0.0
+        for t in reversed(range(len(r))):
+            running = 0.0 if r[t] != 0 else running * 0.99
+            running += r[t]
+            G[t] = running
+        G = (G - G.mean()) / G.std()
+        d = (up - p_up) * G
+        g2 += h.T @ d
+        g1 += X.T @ (np.outer(d, W2) * (h > 0))
+    g = np.concatenate([g1.ravel(), g2])
+    expected = np.concatenate([W1.ravel(), W2]) + 1e-4 * g / (np.sqrt(0.01 * g**2) + 1e-5)
+    # float32 against float64: RMSProp magnifies rounding where a gradient is near eps
+    np.testing.assert_allclose(agent.net.params, expected, rtol=2e-4, atol=1e-7)
+
+
 def test_exact_and_float_reductions_agree_closely():
     exact = _cartpole().train(episodes=12)
     plain = _cartpole(exact_reduction=False).train(episodes=12)
@@ -144,10 +236,9 @@ def test_exact_and_float_reductions_agree_closely():
 def test_results_do_not_depend_on_blas_threads():
     # Pong, where the per-step product (about 30 x 200) is big enough for BLAS to thread.
     def run(threads):
-        agent = ParallelPG(
-            env="ALE/Pong-v5", batch_size=1, seed=2, blas_threads=threads, quiet=True
-        )
-        return agent.train(episodes=2).net.params.copy()
+        agent = ParallelPG(slots=2, steps_per_slot=100, seed=2, blas_threads=threads, quiet=True)
+        agent.train(episodes=1)
+        return agent.net.params.copy()
 
     np.testing.assert_array_equal(run(1), run(2))
 
@@ -157,13 +248,27 @@ def test_act_and_evaluate():
     obs = np.array([0.0, 0.1, 0.02, -0.1], dtype=np.float32)
     assert agent.act(obs) in (0, 1)
     score = agent.evaluate(episodes=3)
-    assert 8 <= score <= 500
+    assert 8 <= score <= 500 and len(agent.evaluation_returns) == 3
+    assert agent.evaluate(episodes=3, greedy=True) >= 8
+
+
+def test_sticky_evaluation_differs_from_deterministic_pong():
+    agent = _pong()
+    plain = [agent.evaluate(episodes=2, greedy=True) for _ in range(2)]
+    sticky = agent.evaluate(episodes=2, greedy=True, sticky=True)
+    assert plain[0] == plain[1] == -21.0  # greedy and deterministic: the same game twice
+    lengths = agent.evaluation_returns
+    assert sticky <= -19 and lengths.shape == (2,)
 
 
 @pytest.mark.parametrize(
     "kw, text",
     [
-        (dict(batch_size=0), "batch_size must be an int >= 1, got 0"),
+        (dict(slots=0), "slots must be None or an int >= 1, got 0"),
+        (dict(steps_per_slot=0), "steps_per_slot must be an int >= 1, got 0"),
+        (dict(optimizer="sgd"), "optimizer must be 'adam' or 'rmsprop', got 'sgd'"),
+        (dict(batch_gradient="avg"), "batch_gradient must be 'mean' or 'sum', got 'avg'"),
+        (dict(whole_games=1), "whole_games must be True or False, got 1"),
         (dict(gamma=1.5), "gamma must be in (0, 1], got 1.5"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
@@ -181,6 +286,11 @@ def test_bad_arguments_name_the_value(kw, text):
         _cartpole(**kw)
     assert text in str(err.value)
     assert isinstance(err.value, ValueError)
+
+
+def test_unknown_preset_names_the_presets():
+    with pytest.raises(ConfigError, match="no preset 'fastest'; presets: fast, karpathy"):
+        ParallelPG.from_preset("fastest", env="CartPole-v1")
 
 
 def test_bad_checkpoint_every_is_a_config_error(tmp_path):

@@ -23,13 +23,13 @@ def _hash(proc) -> str:
 
 
 def test_pong_example_runs_on_two_ranks(tmp_path):
+    small = ["--preset", "karpathy", "--slots", "2", "--hidden-size", "8"]
     proc = run_mpi(
-        2,
-        ["examples/pong.py", "--episodes", "2", "--batch-size", "2", "--log-dir", str(tmp_path)],
-        timeout=240,
+        2, ["examples/pong.py", *small, "--episodes", "2", "--log-dir", str(tmp_path)], timeout=240
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ranks 2" in proc.stdout and "upd     1" in proc.stdout
+    assert "2 slots (set), 1 steps each to the end of a game | rmsprop lr 0.0001" in proc.stdout
     assert ParallelPG.load(tmp_path / "checkpoint.npz", quiet=True).episodes == 2
     resumed = run_mpi(
         2,
@@ -39,6 +39,58 @@ def test_pong_example_runs_on_two_ranks(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "upd     2" in resumed.stdout
     assert ParallelPG.load(tmp_path / "checkpoint.npz", quiet=True).episodes == 4
+
+
+def _rows(path):
+    return list(csv.DictReader(open(path)))
+
+
+def test_every_rank_plays_in_every_update_on_eight_ranks(tmp_path):
+    """The example's defaults on 8 ranks: 16 slots, two per rank, and no rank idle."""
+    proc = run_mpi(
+        8, ["examples/pong.py", "--updates", "2", "--log-dir", str(tmp_path)], timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ranks 8" in proc.stdout and "16 slots (default for 8 ranks)" in proc.stdout
+    rows = _rows(tmp_path / "progress.csv")
+    assert len(rows) == 2
+    assert all(float(r["perf/rank_steps_per_s_min"]) > 0 for r in rows), rows
+    assert all(int(r["steps"]) >= 16 * 512 for r in rows)
+
+
+def test_fewer_slots_than_ranks_is_a_printed_warning(tmp_path):
+    small = ["--preset", "karpathy", "--slots", "2", "--hidden-size", "8", "--updates", "1"]
+    proc = run_mpi(3, ["examples/pong.py", *small, "--log-dir", str(tmp_path)], timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("warning: 1 of 3 ranks idle: use slots >= 3") == 1, proc.stdout
+    assert float(_rows(tmp_path / "progress.csv")[0]["perf/rank_steps_per_s_min"]) == 0
+
+
+PONG = ["--env", "ALE/Pong-v5", "--slots", "3"]
+
+
+def test_same_pong_parameters_on_one_two_and_three_ranks(tmp_path):
+    runs = {n: run_mpi(n, [SCRIPT, *PONG, "--updates", "4", "--log-dir", str(tmp_path / str(n))])
+            for n in (1, 2, 3)}  # fmt: skip
+    hashes = {n: _hash(proc) for n, proc in runs.items()}
+    assert len(set(hashes.values())) == 1, hashes
+    logs = [_learning_columns(tmp_path / str(n) / "progress.csv") for n in (1, 2, 3)]
+    assert len(logs[0]) == 4 and all(log == logs[0] for log in logs)
+
+
+def test_pong_resume_is_exact_with_games_in_progress_and_a_new_rank_count(tmp_path):
+    """Stop after 2 updates on 2 ranks with games half played, go on to 4 on 3 ranks."""
+    whole = _hash(run_mpi(1, [SCRIPT, *PONG, "--updates", "4", "--log-dir", str(tmp_path / "a")]))
+    first = run_mpi(2, [SCRIPT, *PONG, "--updates", "2", "--log-dir", str(tmp_path / "b")])
+    assert first.returncode == 0, first.stderr[-3000:]
+    saved = ParallelPG.load(tmp_path / "b" / "checkpoint.npz", quiet=True)
+    assert saved.update == 2 and any(g.live for g in saved.games.values())
+    rest = run_mpi(
+        3, [SCRIPT, *PONG, "--updates", "4", "--log-dir", str(tmp_path / "b"), "--resume"]
+    )
+    assert _hash(rest) == whole
+    a, b = (_learning_columns(tmp_path / d / "progress.csv") for d in "ab")
+    assert len(a) == 4 and a == b
 
 
 def test_cartpole_example_solves_on_two_ranks(tmp_path):
@@ -142,6 +194,9 @@ def test_kill_while_writing_checkpoints_leaves_a_loadable_file(tmp_path):
         (["--episodes", "0"], "argument --episodes: must be >= 1, got 0"),
         (["--minutes", "soon"], "argument --minutes: expected a number, got 'soon'"),
         (["--learning-rate", "-1"], "argument --learning-rate: must be a finite number > 0"),
+        (["--slots", "0"], "argument --slots: must be >= 1, got 0"),
+        (["--steps-per-slot", "0"], "argument --steps-per-slot: must be >= 1, got 0"),
+        (["--preset", "fastest"], "argument --preset: invalid choice: 'fastest'"),
     ],
 )
 def test_bad_example_flags_fail_once_on_every_rank(flags, text):

@@ -50,7 +50,8 @@ def test_parameters_identical_on_every_rank_after_updates(exact):
         env="CartPole-v1",
         hidden_size=16,
         learning_rate=1e-2,
-        batch_size=5,
+        slots=5,
+        steps_per_slot=1,
         seed=7,
         exact_reduction=exact,
         quiet=True,
@@ -58,7 +59,7 @@ def test_parameters_identical_on_every_rank_after_updates(exact):
     digests = []
     for _ in range(3):
         agent.train(episodes=agent.episodes + 5)
-        digests.append(_digest(agent.net.params) + _digest(agent.optimizer.cache))
+        digests.append(_digest(agent.net.params) + _digest(agent.optimizer.m))
     everyone = mpi.allgather_object(digests)
     assert _all_ranks_ok(all(d == everyone[0] for d in everyone))
 
@@ -66,7 +67,7 @@ def test_parameters_identical_on_every_rank_after_updates(exact):
 def test_same_seed_twice_gives_identical_parameters():
     runs = [
         ParallelPG(
-            env="CartPole-v1", hidden_size=16, learning_rate=1e-2, batch_size=4, seed=11, quiet=True
+            env="CartPole-v1", hidden_size=16, slots=4, steps_per_slot=1, seed=11, quiet=True
         ).train(episodes=12)
         for _ in range(2)
     ]
@@ -81,3 +82,26 @@ def test_mismatched_settings_raise_on_every_rank():
         message = str(e)
     expected = "differs between ranks" if mpi.size() > 1 else "seed must be"
     assert _all_ranks_ok(expected in message)
+
+
+def test_exact_sum_matches_numpy_and_counts_bad_terms():
+    n, me = mpi.size(), mpi.rank()
+    terms = [np.random.default_rng(t).standard_normal(50).astype(np.float32) for t in range(5)]
+    total = mpi.ExactSum(50, terms=6)
+    for t in range(me, 5, n):  # term t on rank t % n, as games are
+        total.add(terms[t])
+    if me == 0:
+        total.add(np.full(50, np.nan, dtype=np.float32))
+    summed, bad = total.allreduce()
+    fixed = sum(np.rint(t.astype(np.float64) * 2**32) for t in terms) / 2**32
+    ok = bad == 1 and np.array_equal(summed, fixed) and np.allclose(summed, sum(terms), atol=1e-6)
+    assert _all_ranks_ok(bool(ok))
+
+
+def test_every_rank_gets_the_same_logged_row():
+    rows = []
+    agent = ParallelPG(hidden_size=8, slots=3, steps_per_slot=30, seed=1, quiet=True)
+    agent.train(episodes=1, callback=rows.append)
+    learned = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
+    everyone = mpi.allgather_object(repr(learned))
+    assert _all_ranks_ok(all(e == everyone[0] for e in everyone))

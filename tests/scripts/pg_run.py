@@ -1,6 +1,9 @@
-"""Train ParallelPG on CartPole for a number of updates and print a hash of its state.
+"""Train ParallelPG for a number of updates and print a hash of its state.
 
-    mpirun -n 3 python tests/scripts/pg_run.py --updates 6 --log-dir DIR [--resume] [--kill-me]
+    mpirun -n 3 python tests/scripts/pg_run.py --updates 6 --log-dir DIR [--resume] [--env ID]
+
+CartPole by default (10 slots of one episode each); with --env ALE/Pong-v5 a small network
+plays --slots persistent Pong games of 40 steps per update.
 
 Prints ``HASH <sha256>`` (parameters and optimizer state) on the root. With --checkpoint-every
 it saves DIR/checkpoint.npz; with --resume it starts from that file. --pid-file writes each
@@ -24,6 +27,7 @@ p.add_argument("--exact", type=int, default=1)
 p.add_argument("--env", default="CartPole-v1")
 p.add_argument("--pid-file", action="store_true")
 p.add_argument("--raise-on-rank", type=int, default=-1)
+p.add_argument("--slots", type=int, default=10)
 args = p.parse_args()
 
 ck = args.log_dir / "checkpoint.npz"
@@ -33,11 +37,14 @@ if args.pid_file:
 if args.resume:
     agent = ParallelPG.load(ck, log_dir=args.log_dir, quiet=True)
 else:
+    pong = args.env == "ALE/Pong-v5"
     agent = ParallelPG(
         env=args.env,
-        hidden_size=24,
-        learning_rate=1e-2,
-        batch_size=10,
+        hidden_size=8 if pong else 24,
+        learning_rate=1e-3 if pong else 1e-2,
+        slots=args.slots,
+        steps_per_slot=40 if pong else 1,
+        whole_games=not pong,
         seed=5,
         exact_reduction=bool(args.exact),
         log_dir=args.log_dir,
@@ -52,11 +59,11 @@ def maybe_raise(row):
 
 
 agent.train(
-    episodes=10 * args.updates,
+    updates=args.updates,
     checkpoint_path=ck,
     checkpoint_every=args.checkpoint_every,
     callback=maybe_raise,
 )
-state = agent.net.params.tobytes() + agent.optimizer.cache.tobytes()
+state = agent.net.params.tobytes() + agent.optimizer.m.tobytes()
 if mpi.is_root():
     print("HASH", hashlib.sha256(state).hexdigest(), flush=True)
