@@ -2,16 +2,17 @@
 
     mpirun -n 2 python benchmarks/reduction.py [--repeats 50] [--updates 2]
 
-ParallelPG sums each episode's gradient as round(g * 2**32) in int64, which is exact and
-independent of the order of the sum, so results do not depend on the rank count. This
-measures, for the Pong network (1,280,200 parameters), on this rank count:
+ParallelPG sums each game's gradient with ``mpi.ExactSum``: round(g * 2**32) in int64,
+exact and independent of the order of the sum, so results do not depend on the rank count.
+This measures, for the Pong network (1,280,200 parameters), on this rank count and with the
+same verb ParallelPG uses:
 
-* the Allreduce of the gradient buffer as float32 and as int64;
-* converting one episode's gradient to fixed point, and the sum back to float32;
-* a real Pong update (batch of 10 episodes) with each reduction, for scale.
+* ``ExactSum.add`` of one game's gradient, exact (int64) and plain (float32);
+* ``ExactSum.allreduce`` (the Allreduce and the conversion back), exact and plain;
+* real Pong updates (the defaults: 16 slots of 512 steps) with each mode, for scale.
 
-The extra cost of the exact mode per update is (int64 - float32 Allreduce) + conversions
-for this rank's share of episodes; it is printed as a fraction of the Pong update time.
+The extra cost of the exact mode per update is the difference of the allreduce calls plus
+that of one add per game this rank plays; it is printed as a fraction of the update time.
 Writes benchmarks/results/reduction_<ranks>.json.
 """
 
@@ -28,7 +29,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
 
 from pgmpi import ParallelPG, mpi  # noqa: E402
-from pgmpi.pg import FIXED_POINT_BITS  # noqa: E402
 
 N = 6400 * 200 + 200
 
@@ -49,33 +49,22 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--updates", type=int, default=2, help="Pong updates timed per mode (2)")
     args = p.parse_args()
-    g = np.random.default_rng(0).standard_normal(N).astype(np.float32)
-    f32, i64 = np.zeros(N + 1, np.float32), np.zeros(N + 1, np.int64)
-    scale = 2.0**FIXED_POINT_BITS
-    r = {
-        "ranks": mpi.size(),
-        "allreduce_float32_s": best_time(lambda: mpi.allreduce_sum_(f32), args.repeats),
-        "allreduce_int64_s": best_time(lambda: mpi.allreduce_sum_(i64), args.repeats),
-        "to_fixed_point_per_episode_s": best_time(
-            lambda: np.add(i64[:-1], np.rint(g * scale).astype(np.int64), out=i64[:-1]),
-            args.repeats,
-        ),
-        "from_fixed_point_per_update_s": best_time(
-            lambda: (i64[:-1] / (scale * 10)).astype(np.float32), args.repeats
-        ),
-    }
-    for exact in (True, False):
-        agent = ParallelPG(env="ALE/Pong-v5", seed=0, exact_reduction=exact, quiet=True)
+    g = np.random.default_rng(0).standard_normal(N).astype(np.float32) * 1e-3
+    sums = {exact: mpi.ExactSum(N, terms=16, exact=exact) for exact in (True, False)}
+    r = {"ranks": mpi.size()}
+    for exact, name in ((True, "exact"), (False, "float")):
+        r[f"add_per_game_s_{name}"] = best_time(lambda s=sums[exact]: s.add(g), args.repeats)
+        r[f"allreduce_s_{name}"] = best_time(lambda s=sums[exact]: s.allreduce(), args.repeats)
+        agent = ParallelPG(seed=0, exact_reduction=exact, quiet=True)
+        agent.train(updates=1)  # warm-up: envs made, first games started
         start = time.perf_counter()
-        agent.train(episodes=10 * args.updates)
-        key = "pong_update_s_exact" if exact else "pong_update_s_float"
-        r[key] = (time.perf_counter() - start) / args.updates
-    episodes_here = -(-10 // mpi.size())  # this rank's share of a batch of 10, rounded up
+        agent.train(updates=1 + args.updates)
+        r[f"pong_update_s_{name}"] = (time.perf_counter() - start) / args.updates
+    games_here = len(range(mpi.rank(), 16, mpi.size()))
     r["exact_extra_s_per_update"] = (
-        r["allreduce_int64_s"]
-        - r["allreduce_float32_s"]
-        + episodes_here * r["to_fixed_point_per_episode_s"]
-        + r["from_fixed_point_per_update_s"]
+        r["allreduce_s_exact"]
+        - r["allreduce_s_float"]
+        + games_here * (r["add_per_game_s_exact"] - r["add_per_game_s_float"])
     )
     r["exact_extra_fraction_of_update"] = r["exact_extra_s_per_update"] / r["pong_update_s_float"]
     if mpi.is_root():

@@ -5,9 +5,10 @@
 Launches itself under mpirun for each configuration and measures, in the same run:
 
 * ``emulator``: ALE Pong alone, random actions, frameskip 4 (the ceiling for any agent);
-* ``parallel_pg``: ParallelPG training on Pong (batch of 10 episodes shared over the ranks),
-  agent steps per second on each rank while playing, and peak memory per rank; one warm-up
-  update, then ``--updates`` timed ones;
+* ``parallel_pg``: ParallelPG training on Pong with the defaults (16 games of 512 steps per
+  update, shared over the ranks): agent steps per second of the whole update (play,
+  gradients, Allreduce, Adam step) and on each rank while playing, and peak memory per
+  rank; one warm-up update, then ``--updates`` timed ones;
 * ``dense_float64``: the original post's style for scale (dense float64 first layer,
   per-step matrix-vector product over all 6,400 inputs, dense backward), one episode.
 
@@ -51,21 +52,22 @@ def emulator_rate(steps: int) -> float:
 
 def dense_float64_rate(max_steps: int) -> float:
     """One episode in the dense float64 style of the original post (written anew here)."""
-    from pgmpi.envs import EpisodeEnv
+    from pgmpi.envs import Game
 
-    env, rng = EpisodeEnv("ALE/Pong-v5"), np.random.default_rng(0)
+    env, rng = Game("ALE/Pong-v5"), np.random.default_rng(0)
     W1 = rng.standard_normal((200, 6400)) / 80.0
     W2 = rng.standard_normal(200) / np.sqrt(200)
     xs, hs, dl = [], [], []
     start = time.perf_counter()
-    x, done = env.reset(0).astype(np.float64), False
+    env.new_game(0)
+    x, done = env.x.astype(np.float64), False
     while not done and len(xs) < max_steps:
         h = np.maximum(W1 @ x, 0.0)
         p = 1.0 / (1.0 + np.exp(-(W2 @ h)))
         a = 0 if rng.random() < p else 1
         xs.append(x), hs.append(h), dl.append((a == 0) - p)
-        x, _, done = env.step(a)
-        x = x.astype(np.float64)
+        done = env.step(a)[2]
+        x = env.x.astype(np.float64)
     X, H, D = np.array(xs), np.array(hs), np.array(dl)
     dh = np.outer(D, W2)
     dh[H <= 0] = 0
@@ -82,7 +84,7 @@ def worker(args) -> None:
     dense = dense_float64_rate(args.dense_steps)
     rows = []
     agent = ParallelPG(env="ALE/Pong-v5", seed=0, blas_threads=blas, quiet=True)
-    agent.train(episodes=10 * (args.updates + 1), callback=rows.append)
+    agent.train(updates=args.updates + 1, callback=rows.append)
     rows = rows[1:]  # the first update is warm-up (ROM load, first allocations): not counted
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     per_rank = mpi.gather_stats({"emulator": emu, "dense_float64": dense, "peak_mb": peak_mb})
@@ -109,6 +111,7 @@ def worker(args) -> None:
                         )
                     ),
                     "pg_steps_per_s_total": float(np.mean([r["perf/steps_per_s"] for r in rows])),
+                    "pg_wait_fraction": float(np.mean([r["perf/wait_fraction"] for r in rows])),
                     "pg_allreduce_s_per_update": float(
                         np.mean([r["perf/allreduce_s"] for r in rows])
                     ),
@@ -177,11 +180,11 @@ def main() -> None:
     if 1 in capped:
         one = capped[1]
         result["pg_vs_emulator_1_rank"] = (
-            one["pg_steps_per_s_per_rank"] / one["emulator_steps_per_s_per_rank"]
+            one["pg_steps_per_s_total"] / one["emulator_steps_per_s_per_rank"]
         )
         print(
-            f"ParallelPG / emulator at 1 rank: {result['pg_vs_emulator_1_rank']:.2f} "
-            "(target >= 0.70)"
+            f"ParallelPG (whole updates) / emulator at 1 rank: "
+            f"{result['pg_vs_emulator_1_rank']:.2f} (target >= 0.85)"
         )
     if 1 in capped and 2 in capped:
         one, two = capped[1], capped[2]
@@ -191,7 +194,8 @@ def main() -> None:
         )
         print(
             f"2 ranks / 1 rank: {result['speedup_2_ranks_wall']:.2f} in wall-clock steps/s, "
-            f"{result['speedup_2_ranks_compute']:.2f} in summed rank rates (target >= 1.9)"
+            f"{result['speedup_2_ranks_compute']:.2f} in summed rank rates (target >= 1.95), "
+            f"ranks waiting {100 * two['pg_wait_fraction']:.1f}% of the time"
         )
     print("wrote", common.write("throughput", result))
 

@@ -29,7 +29,7 @@ def main() -> int:
     p.add_argument("--hidden-size", type=positive_int, default=32, help="hidden units (32)")
     p.add_argument("--learning-rate", type=positive_float, default=1e-2, help="RMSProp step (1e-2)")
     p.add_argument(
-        "--batch-size",
+        "--slots",
         type=positive_int,
         default=10,
         help="episodes per update, over all ranks (10)",
@@ -48,8 +48,10 @@ def main() -> int:
     agent = ParallelPG(
         env="CartPole-v1",
         hidden_size=args.hidden_size,
+        optimizer="rmsprop",
         learning_rate=args.learning_rate,
-        batch_size=args.batch_size,
+        slots=args.slots,
+        steps_per_slot=1,  # with whole games (the default off Pong): one episode per slot
         seed=args.seed,
         log_dir=args.log_dir,
         quiet=args.quiet,

@@ -127,3 +127,26 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")
     return arrays, meta, dict(meta["config"], **overrides)
+
+
+def pack_ragged(items: list[dict[str, np.ndarray]], prefix: str) -> dict[str, np.ndarray]:
+    """Per-item dicts of 1-D arrays (item i may lack a key) as flat arrays for ``save``:
+    ``PREFIX.KEY`` holds every item's array one after the other, ``PREFIX.KEY.sizes`` their
+    lengths (0 where an item lacks the key)."""
+    out = {}
+    for key in sorted({k for item in items for k in item}):
+        parts = [item[key] for item in items if key in item]
+        out[f"{prefix}.{key}.sizes"] = np.array([len(i.get(key, ())) for i in items], np.int64)
+        out[f"{prefix}.{key}"] = np.concatenate(parts)
+    return out
+
+
+def unpack_ragged(arrays: dict[str, np.ndarray], prefix: str, i: int) -> dict[str, np.ndarray]:
+    """Item ``i``'s arrays from what :func:`pack_ragged` wrote (keys it lacked are left out)."""
+    out = {}
+    for name, sizes in arrays.items():
+        if name.startswith(f"{prefix}.") and name.endswith(".sizes") and sizes[i] > 0:
+            start = int(sizes[:i].sum())
+            key = name[len(prefix) + 1 : -len(".sizes")]
+            out[key] = arrays[name[: -len(".sizes")]][start : start + sizes[i]]
+    return out

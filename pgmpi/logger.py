@@ -73,3 +73,37 @@ def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:
         f"{mpi.library_version()} | BLAS {blas['blas']}, {blas['threads']} thread(s)/rank"
         f" | {details}"
     )
+
+
+def rank_figures(ranks: list[dict]) -> dict:
+    """The ``perf/`` columns of one update from every rank's ``steps``, ``play_s``,
+    ``grad_s``, ``allreduce_s`` and ``total_s`` (seconds of the whole update).
+
+    The last rank to reach the Allreduce waits for no one, so the fastest rank's
+    ``allreduce_s`` is the collective's own cost, and what the others spent beyond it is
+    waiting: ``wait_fraction`` is that wait over all ranks' update time.
+    """
+    wall = max(r["total_s"] for r in ranks)
+    cost = min(r["allreduce_s"] for r in ranks)
+    rates = [r["steps"] / max(r["play_s"], 1e-9) for r in ranks]
+    return {
+        "perf/steps_per_s": sum(r["steps"] for r in ranks) / max(wall, 1e-9),
+        "perf/rank_steps_per_s_min": min(rates),
+        "perf/rank_steps_per_s_max": max(rates),
+        "perf/allreduce_s": cost,
+        "perf/wait_fraction": sum(r["allreduce_s"] - cost for r in ranks) / (len(ranks) * wall),
+        "perf/grad_s": max(r["grad_s"] for r in ranks),
+    }
+
+
+def progress_line(row: dict) -> str:
+    """ParallelPG's printed line for one update."""
+    return (
+        f"upd {row['update']:5d} | games {row['episodes']:6d} | steps {row['steps']:10,d} | "
+        f"running {row['charts/running_reward']:7.2f} | "
+        f"mean100 {row['charts/mean_return_100']:7.2f} | "
+        f"steps/s {row['perf/steps_per_s']:6.0f} "
+        f"(rank {row['perf/rank_steps_per_s_min']:.0f}-{row['perf/rank_steps_per_s_max']:.0f})"
+        f" | wait {100 * row['perf/wait_fraction']:4.1f}%"
+        f" | allreduce {1e3 * row['perf/allreduce_s']:5.1f} ms"
+    )

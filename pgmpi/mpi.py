@@ -123,7 +123,8 @@ class ExactSum:
         if not np.all(np.isfinite(x)) or np.abs(x).max(initial=0.0) >= self.limit:
             self.buffer[-1] += 1
         elif self.exact:
-            self.buffer[:-1] += np.rint(x * 2.0**FIXED_POINT_BITS).astype(np.int64)
+            nz = np.flatnonzero(x)  # a game's gradient is mostly zero rows of W1: skip them
+            self.buffer[nz] += np.rint(x[nz] * 2.0**FIXED_POINT_BITS).astype(np.int64)
         else:
             self.buffer[:-1] += x
 

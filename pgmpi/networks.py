@@ -58,16 +58,19 @@ class TwoLayerPolicy:
             :meth:`gradient`. Each row depends only on its own input, so a game's figures
             are the same bits however many games share the call.
         """
-        idx = [np.flatnonzero(x) for x in xs]
-        counts = np.array([len(i) for i in idx])
-        vals = [x[i].astype(np.float32) for x, i in zip(xs, idx, strict=True)]
+        X = np.stack(xs)
+        flat = np.flatnonzero(X != 0)  # one search for all games, sorted by game (on a bool
+        # array numpy searches 9x faster than on int8)
+        game, idx = np.divmod(flat, self.n_inputs)
+        vals = X.ravel()[flat].astype(np.float32)
+        counts = np.bincount(game, minlength=len(xs))
+        ends = np.cumsum(counts)
         h = np.zeros((len(xs), self.n_hidden), dtype=np.float32)
-        if counts.sum():
+        if len(idx):
             # Only the ~30 rows of W1 for each game's non-zero pixels, summed per game
             # (numpy's own loop, not BLAS: same bits whatever the BLAS build or threads).
-            rows = self.W1[np.concatenate(idx)] * np.concatenate(vals)[:, None]
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            h[counts > 0] = np.add.reduceat(rows, starts[counts > 0], axis=0)
+            rows = self.W1[idx] * vals[:, None]
+            h[counts > 0] = np.add.reduceat(rows, (ends - counts)[counts > 0], axis=0)
         np.maximum(h, 0.0, out=h)
         # A per-row sum over the contiguous last axis, again independent of S.
         logits = (h[:, None, :] * self.W2.T[None, :, :]).sum(axis=-1)
@@ -77,7 +80,9 @@ class TwoLayerPolicy:
         else:
             e = np.exp(logits - logits.max(axis=1, keepdims=True))
             probs = e / e.sum(axis=1, keepdims=True)
-        caches = [(i, v, hs) for i, v, hs in zip(idx, vals, h, strict=True)]
+        caches = [
+            (idx[e - c : e], vals[e - c : e], hs) for e, c, hs in zip(ends, counts, h, strict=True)
+        ]
         return probs, caches
 
     def dlogits(self, probs: np.ndarray, action: int) -> np.ndarray:

@@ -7,9 +7,10 @@ restart at every point (a Pong rally) and are standardised, then a gradient step
 RMSProp with learning rate 1e-4. The defaults learn faster (see README, "Time to score").
 
 Work split: ``slots`` persistent games, set independently of the rank count. In every
-update each game plays at least ``steps_per_slot`` agent steps and then on to the end of
-its rally (or of the game, with ``whole_games``), so no return is ever cut; its emulator
-carries over to the next update. Game k is played by rank k % n, with randomness from the
+update each game plays exactly ``steps_per_slot`` agent steps, so every rank has the same
+work; its emulator carries over to the next update, and so do the steps of a rally still
+open, which join the next update's gradient (at the parameters of then) once the point is
+scored, so no return is ever cut. Game k is played by rank k % n, with randomness from the
 stream keyed on (seed, update, k), and a rank steps all its games together: one forward pass
 per step for all of them. One Allreduce sums the games' gradients exactly (fixed point), and
 every rank takes the same optimizer step, so parameters stay identical everywhere, bit for
@@ -26,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, mpi, rng, threads
+from pgmpi import checkpoint, mpi, rng, rollout, threads
 from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import PONG_ID, Game, pong_frame
-from pgmpi.logger import Logger, run_header
+from pgmpi.logger import Logger, progress_line, rank_figures, run_header
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -38,7 +39,7 @@ REFERENCE_SLOTS = 16  # learning_rate is for this many games; more scale it by s
 PRESETS = {
     # The defaults: Adam on the mean over slots of time-boxed pieces of play.
     "fast": dict(optimizer="adam", learning_rate=1e-3, slots=None, steps_per_slot=512,
-                 whole_games=False, batch_gradient="mean"),
+                 whole_games=None, batch_gradient="mean"),
     # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4.
     "karpathy": dict(optimizer="rmsprop", learning_rate=1e-4, decay_rate=0.99, slots=10,
                      steps_per_slot=1, whole_games=True, batch_gradient="sum"),
@@ -63,19 +64,6 @@ def standardise(x: np.ndarray) -> np.ndarray:
     return x / std if std > 0 else x
 
 
-def _sample(p: np.ndarray, u: float) -> int:
-    """The action whose cumulative-probability interval holds the uniform draw ``u``."""
-    return min(int((u >= np.cumsum(p)).sum()), len(p) - 1)
-
-
-class Piece:
-    """What one game played in one update: per step the network cache, d log pi / d logits,
-    reward and rally end; and the (score, length) of every game that finished."""
-
-    def __init__(self):
-        self.caches, self.dlogits, self.rewards, self.ends, self.finished = [], [], [], [], []
-
-
 class ParallelPG:
     """Policy gradient over MPI ranks; every rank must construct it with the same arguments.
 
@@ -93,7 +81,10 @@ class ParallelPG:
             rank count that is >= 16 (printed in the header). Fix it to get the same result
             on any rank count.
         steps_per_slot: agent steps each game plays per update before finishing its rally.
-        whole_games: a game's piece of play ends at the end of a game, not of a rally.
+        whole_games: True: each game plays at least ``steps_per_slot`` steps per update, then
+            on to the end of a game. False (Pong only): exactly ``steps_per_slot``; the
+            steps of a rally still open carry over to the next update. None means False for
+            Pong, True for other envs (their games cannot be saved mid-game).
         batch_gradient: ``"mean"`` over slots, or ``"sum"`` (the post's).
         seed: root seed of every random stream in the run.
         exact_reduction: sum gradients exactly in fixed point, so results do not depend on
@@ -122,7 +113,7 @@ class ParallelPG:
         gamma: float = 0.99,
         slots: int | None = PRESETS["fast"]["slots"],
         steps_per_slot: int = PRESETS["fast"]["steps_per_slot"],
-        whole_games: bool = PRESETS["fast"]["whole_games"],
+        whole_games: bool | None = PRESETS["fast"]["whole_games"],
         batch_gradient: str = PRESETS["fast"]["batch_gradient"],
         seed: int = 0,
         exact_reduction: bool = True,
@@ -141,7 +132,8 @@ class ParallelPG:
              "None or an int >= 1"),
             (is_int(steps_per_slot) and steps_per_slot >= 1, "steps_per_slot", steps_per_slot,
              "an int >= 1"),
-            (isinstance(whole_games, bool), "whole_games", whole_games, "True or False"),
+            (whole_games in (None, True, False), "whole_games", whole_games,
+             "None, True or False"),
             (batch_gradient in ("mean", "sum"), "batch_gradient", batch_gradient,
              "'mean' or 'sum'"),
             (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
@@ -159,6 +151,13 @@ class ParallelPG:
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
         probe = next(iter(self.games.values()), None)
         self.games.pop(-1, None)
+        if whole_games is None and probe is not None:
+            whole_games = not probe.is_pong
+        if problem is None and not (whole_games or probe.is_pong):
+            problem = (
+                f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
+                "(ALE saves their state); pass whole_games=True"
+            )
         self.config = dict(
             env=env if isinstance(env, str) else getattr(probe, "env_id", "custom"),
             hidden_size=hidden_size, optimizer=optimizer, learning_rate=learning_rate,
@@ -184,64 +183,67 @@ class ParallelPG:
         self.running_reward: float | None = None
         self.recent_returns: deque[float] = deque(maxlen=100)
         self._evaluations, self._act_prev = 0, None
+        self.carry: dict[int, tuple[list, list]] = {}  # game k's open rally: inputs, actions
         self._header = (
-            f"{self.net.params.size:,} params | {slots} slots ({slots_note}), "
-            f"{steps_per_slot} steps each to the end of a {'game' if whole_games else 'rally'}"
-            f" | {optimizer} lr {self.learning_rate:g}, {batch_gradient} over slots"
+            f"{self.net.params.size:,} params | {slots} slots ({slots_note}) of "
+            f"{steps_per_slot} steps"
+            + (", then to the end of a game" if whole_games else ", open rallies carried over")
+            + f" | {optimizer} lr {self.learning_rate:g}, {batch_gradient} over slots"
         )
         if slots < n:
             self._header += f"\nwarning: {n - slots} of {n} ranks idle: use slots >= {n}"
 
-    # ------------------------------------------------------------------ play
-    def _play(self, games, streams, min_steps, whole_games, greedy=False, learn=True):
-        """Step ``games`` together until each has played ``min_steps`` and then reached the
-        end of a rally (or game); start a new game where one ended. One Piece per game."""
-        pieces = [Piece() for _ in games]
-        todo = list(range(len(games)))
-        while todo:
-            for i in todo:
-                if not games[i].live:
-                    games[i].new_game(rng.env_seed(streams[i]))
-            probs, caches = self.net.forward([games[i].x for i in todo])  # all games at once
-            still = []
-            for p, cache, i in zip(probs, caches, todo, strict=True):
-                game, piece = games[i], pieces[i]
-                a = int(np.argmax(p)) if greedy else _sample(p, streams[i].random())
-                if learn:
-                    piece.caches.append(cache)
-                    piece.dlogits.append(self.net.dlogits(p, a))
-                r, rally_over, game_over = game.step(a)
-                piece.rewards.append(r)
-                piece.ends.append(rally_over)
-                if game_over:
-                    piece.finished.append((game.score, game.length))
-                if not (
-                    len(piece.rewards) >= min_steps
-                    and (game_over or rally_over and not whole_games)
-                ):
-                    still.append(i)
-            todo = still
-        return pieces
+    def _gradient(self, k: int, piece: rollout.Piece) -> np.ndarray | None:
+        """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
+        standardised discounted returns. The steps of a rally still open carry over to the
+        next update; carried steps are evaluated at the current parameters."""
+        inputs, actions = self.carry.pop(k, ([], []))
+        if inputs:  # the open rally of the last update: same inputs and actions, new network
+            probs, caches = self.net.forward([self._dense(i, v) for i, v in inputs])
+            piece.caches[:0], piece.actions[:0] = caches, actions
+            piece.dlogits[:0] = [
+                self.net.dlogits(p, a) for p, a in zip(probs, actions, strict=True)
+            ]
+            piece.rewards[:0], piece.ends[:0] = [0.0] * len(inputs), [False] * len(inputs)
+        cut = max((t + 1 for t, end in enumerate(piece.ends) if end), default=0)
+        if cut < len(piece.ends):
+            self.carry[k] = ([c[:2] for c in piece.caches[cut:]], piece.actions[cut:])
+        if cut == 0:
+            return None
+        rewards, ends = np.array(piece.rewards[:cut]), piece.ends[:cut]
+        adv = standardise(discounted_returns(rewards, self.config["gamma"], ends))
+        adv = adv.astype(np.float32)
+        return self.net.gradient(piece.caches[:cut], np.array(piece.dlogits[:cut]) * adv[:, None])
 
-    def _gradient(self, piece: Piece) -> np.ndarray:
-        """The REINFORCE gradient of one piece: d log pi weighted by standardised returns."""
-        returns = discounted_returns(np.array(piece.rewards), self.config["gamma"], piece.ends)
-        adv = standardise(returns).astype(np.float32)
-        return self.net.gradient(piece.caches, np.array(piece.dlogits) * adv[:, None])
+    def _carry_arrays(self, k: int) -> dict[str, np.ndarray]:
+        inputs, actions = self.carry.get(k, ([], []))
+        if not actions:
+            return {}
+        return {
+            "carry_idx": np.concatenate([i for i, _ in inputs]).astype(np.int64),
+            "carry_vals": np.concatenate([v for _, v in inputs]).astype(np.float32),
+            "carry_sizes": np.array([len(i) for i, _ in inputs], dtype=np.int64),
+            "carry_actions": np.array(actions, dtype=np.int64),
+        }
+
+    def _dense(self, idx: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        x = np.zeros(self.net.n_inputs, dtype=np.float32)
+        x[idx] = vals
+        return x
 
     # ------------------------------------------------------------------ one update
     def _one_update(self) -> tuple[list, dict]:
         c, t0 = self.config, time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
-        for k in self.mine:
-            if k not in self.games:  # made on first use, so building an agent stays quick
-                self.games[k] = Game(c["env"])
         games = [self.games[k] for k in self.mine]
-        pieces = self._play(games, streams, c["steps_per_slot"], c["whole_games"])
+        pieces = rollout.play(self.net, games, streams, c["steps_per_slot"], c["whole_games"])
+        steps = sum(len(p.rewards) for p in pieces)
         t1 = time.perf_counter()
         total = mpi.ExactSum(self.net.params.size, c["slots"], c["exact_reduction"])
-        for piece in pieces:
-            total.add(self._gradient(piece))
+        for k, piece in zip(self.mine, pieces, strict=True):
+            grad = self._gradient(k, piece)
+            if grad is not None:
+                total.add(grad)
         t2 = time.perf_counter()
         grad, bad = total.allreduce()  # the one collective of an update: sum every game's gradient
         t3 = time.perf_counter()
@@ -254,7 +256,6 @@ class ParallelPG:
             grad /= c["slots"]
         self.optimizer.step(self.net.params, grad.astype(np.float32))
         finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
-        steps = sum(len(p.rewards) for p in pieces)
         times = dict(
             play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2, total_s=time.perf_counter() - t0
         )
@@ -304,7 +305,7 @@ class ParallelPG:
             self.episodes += len(games)
             self.steps += sum(r["steps"] for _, r in ranks)
             row = self._log_row(games, [r for _, r in ranks], time.perf_counter() - start)
-            log.log(row, self._log_line(row))
+            log.log(row, progress_line(row))
             if callback is not None:
                 callback(row)
             done = (
@@ -323,40 +324,19 @@ class ParallelPG:
                 return self
 
     def _log_row(self, games: list, ranks: list[dict], elapsed: float) -> dict:
-        nan, steps = float("nan"), sum(r["steps"] for r in ranks)
-        wall = max(r["total_s"] for r in ranks)
-        cost = min(r["allreduce_s"] for r in ranks)  # the last rank to arrive waits for no one
+        nan, returns = float("nan"), list(self.recent_returns)
         return {
             "episodes": self.episodes,
             "update": self.update,
             "steps": self.steps,
             "charts/running_reward": nan if self.running_reward is None else self.running_reward,
-            "charts/mean_return_100": float(np.mean(self.recent_returns))
-            if self.recent_returns
-            else nan,
+            "charts/mean_return_100": float(np.mean(returns)) if returns else nan,
             "charts/games": len(games),
             "charts/mean_return": float(np.mean([g[1] for g in games])) if games else nan,
             "charts/mean_length": float(np.mean([g[2] for g in games])) if games else nan,
             "time/elapsed_s": elapsed,
-            "perf/steps_per_s": steps / max(wall, 1e-9),
-            "perf/rank_steps_per_s_min": min(r["steps"] / max(r["play_s"], 1e-9) for r in ranks),
-            "perf/rank_steps_per_s_max": max(r["steps"] / max(r["play_s"], 1e-9) for r in ranks),
-            "perf/allreduce_s": cost,
-            "perf/wait_fraction": sum(r["allreduce_s"] - cost for r in ranks) / (len(ranks) * wall),
-            "perf/grad_s": max(r["grad_s"] for r in ranks),
+            **rank_figures(ranks),
         }
-
-    @staticmethod
-    def _log_line(row: dict) -> str:
-        return (
-            f"upd {row['update']:5d} | games {row['episodes']:6d} | steps {row['steps']:10,d} | "
-            f"running {row['charts/running_reward']:7.2f} | "
-            f"mean100 {row['charts/mean_return_100']:7.2f} | "
-            f"steps/s {row['perf/steps_per_s']:6.0f} "
-            f"(rank {row['perf/rank_steps_per_s_min']:.0f}-{row['perf/rank_steps_per_s_max']:.0f})"
-            f" | wait {100 * row['perf/wait_fraction']:4.1f}%"
-            f" | allreduce {1e3 * row['perf/allreduce_s']:5.1f} ms"
-        )
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
@@ -385,7 +365,7 @@ class ParallelPG:
             streams = [
                 rng.stream(self.config["seed"], rng.EVALUATE, self._evaluations, e) for e in chunk
             ]
-            pieces = self._play(games, streams, 1, True, greedy=greedy, learn=False)
+            pieces = rollout.play(self.net, games, streams, 1, True, greedy=greedy, learn=False)
             for e, piece, game in zip(chunk, pieces, games, strict=True):
                 returns[e] = piece.finished[0][0]
                 game.close()
@@ -407,14 +387,13 @@ class ParallelPG:
     def save(self, path: str | Path) -> Path:
         """Write parameters, optimizer state, counters and every game in progress to
         ``path`` (atomically, by the root). Collective: every rank must call this."""
-        snaps = mpi.gather_stats(
-            {k: self.games[k].snapshot() for k in self.mine if k in self.games}
-        )
+        mine = {k: dict(self.games[k].snapshot(), **self._carry_arrays(k)) for k in self.mine}
+        snaps = mpi.gather_stats(mine)  # every game in progress, to the root
         arrays = {"params": self.net.params, **self.optimizer.state()}
         arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
         if snaps is not None:  # the root: every game's state, in slot order
             games = {k: s for part in snaps for k, s in part.items()}
-            arrays.update(_pack_games(games, self.config["slots"], self.net.n_inputs))
+            arrays.update(checkpoint.pack_ragged([games[k] for k in range(len(games))], "game"))
         meta = {
             "algorithm": self.algorithm, "version": __version__, "config": self.config,
             "update": self.update, "episodes": self.episodes, "steps": self.steps,
@@ -446,8 +425,16 @@ class ParallelPG:
         agent.update, agent.episodes, agent.steps = meta["update"], meta["episodes"], meta["steps"]
         agent.running_reward, agent._evaluations = meta["running_reward"], meta["evaluations"]
         seed = agent.config["seed"]
-        for k, snap in _unpack_games(arrays, agent.mine).items():
+        for k in agent.mine:
+            snap = checkpoint.unpack_ragged(arrays, "game", k)
             agent.games[k].restore(snap, rng.env_seed(rng.stream(seed, rng.EPISODE, 0, k)))
+            if len(snap.get("carry_actions", ())):
+                splits = np.cumsum(snap["carry_sizes"])[:-1]
+                idx, vals = (
+                    np.split(snap["carry_idx"], splits),
+                    np.split(snap["carry_vals"], splits),
+                )
+                agent.carry[k] = (list(zip(idx, vals, strict=True)), snap["carry_actions"].tolist())
         return agent
 
     @classmethod
@@ -457,29 +444,3 @@ class ParallelPG:
         if name not in PRESETS:  # the same on every rank, so the same error on every rank
             raise mpi.ConfigError(f"no preset {name!r}; presets: {', '.join(PRESETS)}")
         return cls(**dict(PRESETS[name], **kwargs))
-
-
-def _pack_games(games: dict, slots: int, n_inputs: int) -> dict[str, np.ndarray]:
-    """Every slot's game as flat arrays: scores (S, 3), frames (S, 2, D), ALE states."""
-    ale = [games[k].get("ale", np.zeros(0, np.uint8)) for k in range(slots)]
-    frames = np.zeros((slots, 2, n_inputs), dtype=np.int8)
-    for k in range(slots):
-        if "prev" in games[k]:
-            frames[k] = games[k]["prev"], games[k]["x"]
-    return {
-        "game_scores": np.array([games[k]["score"] for k in range(slots)]),
-        "game_frames": frames,
-        "game_ale_sizes": np.array([len(a) for a in ale], dtype=np.int64),
-        "game_ale": np.concatenate(ale),
-    }
-
-
-def _unpack_games(arrays: dict, mine: list[int]) -> dict[int, dict]:
-    """The snapshots of the games in ``mine``, from what ``_pack_games`` wrote."""
-    ends = np.cumsum(arrays["game_ale_sizes"])
-    out = {}
-    for k in mine:
-        ale = arrays["game_ale"][ends[k] - arrays["game_ale_sizes"][k] : ends[k]]
-        prev, x = arrays["game_frames"][k]
-        out[k] = {"score": arrays["game_scores"][k], "ale": ale, "prev": prev, "x": x}
-    return out

@@ -6,8 +6,8 @@ import sys
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, NonFiniteError, ParallelPG
-from pgmpi.envs import Game, pong_frame
+from pgmpi import ConfigError, NonFiniteError, ParallelPG, rollout
+from pgmpi.envs import PONG_DOWN, PONG_UP, Game, make_gym, pong_frame
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.pg import PRESETS, discounted_returns, standardise
@@ -132,6 +132,19 @@ def test_pong_preprocessing_on_real_ale_frames():
     env.close()
 
 
+def test_direct_ale_step_is_gymnasiums_step():
+    game, env = Game("ALE/Pong-v5"), make_gym("ALE/Pong-v5")
+    game.new_game(seed=0)
+    env.reset(seed=0)
+    for t in range(400):
+        a = (t // 7) % 2
+        reward, _, over = game.step(a)
+        obs, r, terminated, truncated, _ = env.step(PONG_UP if a == 0 else PONG_DOWN)
+        assert np.array_equal(game._screen, obs) and reward == r
+        assert over == (terminated or truncated)
+        assert np.array_equal(game._prev, pong_frame(obs))
+
+
 def test_rally_rule_ends_a_rally_at_every_point():
     game = Game("ALE/Pong-v5")
     game.new_game(seed=0)
@@ -180,8 +193,9 @@ def test_save_load_round_trip(tmp_path):
 def test_pong_games_in_progress_survive_save_and_load(tmp_path):
     rows = {"a": [], "b": []}
     agent = _pong().train(episodes=1)  # several updates, games carried over between them
-    assert any(g.live for g in agent.games.values())
+    assert any(g.live for g in agent.games.values()) and agent.carry  # open rallies too
     back = ParallelPG.load(agent.save(tmp_path / "ck.npz"), quiet=True)
+    assert back.carry.keys() == agent.carry.keys()
     for k, game in agent.games.items():
         assert back.games[k].live == game.live and back.games[k].score == game.score
     agent.train(episodes=3, callback=rows["a"].append)
@@ -192,14 +206,14 @@ def test_pong_games_in_progress_survive_save_and_load(tmp_path):
     assert learned == [[r["charts/running_reward"], r["steps"]] for r in rows["b"]]
 
 
-def test_karpathy_preset_is_the_posts_update():
+def test_karpathy_preset_is_the_posts_update(monkeypatch):
     """One update of the preset equals the post's formula, recomputed densely in float64 from
     the recorded games: the sum over 10 whole games of each game's gradient, with returns
     restarting at every point and standardised per game, then one RMSProp step."""
     assert PRESETS["karpathy"]["slots"] == 10 and PRESETS["karpathy"]["whole_games"]
     agent = ParallelPG.from_preset("karpathy", hidden_size=6, seed=1, quiet=True)
-    recorded, play = [], agent._play
-    agent._play = lambda *a, **k: recorded.extend(play(*a, **k)) or recorded[-10:]
+    recorded, play = [], rollout.play  # keep what the real games played
+    monkeypatch.setattr(rollout, "play", lambda *a, **k: recorded.extend(play(*a, **k)) or recorded)
     W1, W2 = agent.net.W1.astype(np.float64), agent.net.W2[:, 0].astype(np.float64)
     agent.train(episodes=10)
     assert agent.update == 1 and len(recorded) == 10
@@ -268,7 +282,8 @@ def test_sticky_evaluation_differs_from_deterministic_pong():
         (dict(steps_per_slot=0), "steps_per_slot must be an int >= 1, got 0"),
         (dict(optimizer="sgd"), "optimizer must be 'adam' or 'rmsprop', got 'sgd'"),
         (dict(batch_gradient="avg"), "batch_gradient must be 'mean' or 'sum', got 'avg'"),
-        (dict(whole_games=1), "whole_games must be True or False, got 1"),
+        (dict(whole_games="no"), "whole_games must be None, True or False, got 'no'"),
+        (dict(whole_games=False), "only Pong games can stop mid-game between updates"),
         (dict(gamma=1.5), "gamma must be in (0, 1], got 1.5"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),

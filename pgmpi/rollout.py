@@ -1,0 +1,80 @@
+"""Playing several games at once on one rank: the rollouts of ParallelPG.
+
+A rank holds a few persistent games (``envs.Game``). :func:`play` advances them together, so
+the policy's forward pass runs once per step for all of them and Python's per-call overhead
+is paid once per batch, not once per game. Each game draws its actions from its own stream,
+so what it plays does not depend on which other games share the batch, or the rank.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pgmpi import rng
+from pgmpi.envs import Game
+from pgmpi.networks import TwoLayerPolicy
+
+
+class Piece:
+    """What one game played in one call of :func:`play`.
+
+    Attributes:
+        caches: per step, the network's cache (hand back to ``TwoLayerPolicy.gradient``).
+        actions: per step, the action index taken.
+        dlogits: per step, d log pi(action) / d logits, float32 (K,).
+        rewards: per step, the reward; ends: per step, whether a rally (or episode) ended.
+        finished: (score, length) of every game that ended during the piece.
+    """
+
+    def __init__(self):
+        self.caches, self.actions, self.dlogits, self.rewards, self.ends = [], [], [], [], []
+        self.finished = []
+
+
+def sample(p: np.ndarray, u: float) -> int:
+    """The action whose cumulative-probability interval holds the uniform draw ``u``."""
+    if len(p) == 2:  # Pong's up/down: the same answer without a cumulative sum
+        return int(u >= p[0])
+    return min(int((u >= np.cumsum(p)).sum()), len(p) - 1)
+
+
+def play(
+    net: TwoLayerPolicy,
+    games: list[Game],
+    streams: list[np.random.Generator],
+    min_steps: int,
+    whole_games: bool,
+    greedy: bool = False,
+    learn: bool = True,
+) -> list[Piece]:
+    """Step ``games`` together: each plays exactly ``min_steps`` agent steps, or, with
+    ``whole_games``, at least ``min_steps`` and then on to the end of a game.
+
+    A game that is not live is started first, seeded from its stream; one that ends before
+    its piece does is started again. ``greedy`` takes the most likely action instead of
+    sampling; ``learn=False`` keeps no caches (evaluation). Returns one Piece per game.
+    """
+    pieces = [Piece() for _ in games]
+    todo = list(range(len(games)))
+    while todo:
+        for i in todo:
+            if not games[i].live:
+                games[i].new_game(rng.env_seed(streams[i]))
+        probs, caches = net.forward([games[i].x for i in todo])  # every game in one pass
+        still = []
+        for p, cache, i in zip(probs, caches, todo, strict=True):
+            game, piece = games[i], pieces[i]
+            a = int(np.argmax(p)) if greedy else sample(p, streams[i].random())
+            if learn:
+                piece.caches.append(cache)
+                piece.actions.append(a)
+                piece.dlogits.append(net.dlogits(p, a))
+            reward, rally_over, game_over = game.step(a)
+            piece.rewards.append(reward)
+            piece.ends.append(rally_over)
+            if game_over:
+                piece.finished.append((game.score, game.length))
+            if not ((game_over or not whole_games) and len(piece.rewards) >= min_steps):
+                still.append(i)
+        todo = still
+    return pieces
