@@ -19,7 +19,7 @@ import numpy as np
 
 from pgmpi import mpi
 
-FORMAT = 1  # bump when the layout of checkpoints changes
+FORMAT = 2  # bump when the layout of checkpoints changes (2: pgmpi 0.2, game slots)
 _META = "__meta__"
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -81,9 +82,24 @@ def broadcast_object(obj):
     return _COMM.bcast(obj, root=0)
 
 
+def _arrive() -> None:
+    """Wait until every rank has reached this point, in Python rather than inside MPI.
+
+    A rank blocked in a C-level MPI call cannot act on Ctrl-C (Python runs signal handlers
+    between bytecodes), so a rank that finished its share early and waits for the others
+    would never report the interrupt. Polling a non-blocking barrier keeps every waiting
+    rank interruptible; the collective that follows then finds every rank present.
+    """
+    if _COMM.Get_size() > 1:
+        request = _COMM.Ibarrier()
+        while not request.Test():
+            time.sleep(2e-4)
+
+
 def allreduce_sum_(buffer: np.ndarray) -> np.ndarray:
     """Sum ``buffer`` element-wise over ranks, in place. Exact for integer buffers. Collective."""
     if size() > 1:
+        _arrive()
         _COMM.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
     return buffer
 
@@ -142,6 +158,7 @@ def gather_stats(values: dict) -> list[dict] | None:
 
 def allgather_object(obj) -> list:
     """Every rank's small ``obj``, as a list indexed by rank, on every rank. Collective."""
+    _arrive()
     return _COMM.allgather(obj)
 
 
@@ -200,6 +217,8 @@ def _excepthook(kind, value, tb) -> None:
         if is_root():
             sys.stderr.write("pgmpi: interrupted\n")
             sys.stderr.flush()
+        else:
+            time.sleep(0.5)  # let the root say it before this rank's abort ends the job
         _abort(130)
     lines = "".join(traceback.format_exception(kind, value, tb)).splitlines()
     sys.stderr.write("".join(f"[rank {rank()}] {line}\n" for line in lines))

@@ -29,7 +29,7 @@ def test_pong_example_runs_on_two_ranks(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ranks 2" in proc.stdout and "upd     1" in proc.stdout
-    assert "2 slots (set), 1 steps each to the end of a game | rmsprop lr 0.0001" in proc.stdout
+    assert "2 slots (set) of 1 steps, then to the end of a game | rmsprop lr 0.0001" in proc.stdout
     assert ParallelPG.load(tmp_path / "checkpoint.npz", quiet=True).episodes == 2
     resumed = run_mpi(
         2,

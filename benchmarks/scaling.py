@@ -1,0 +1,242 @@
+"""ParallelPG scaling: measured at 1 and 2 ranks, projected to 1,536, old split against new.
+
+    python benchmarks/scaling.py [--updates 6] [--checkpoint runs/pong/checkpoint.npz]
+
+Measures, in one run, by launching itself under mpirun at 1 and then 2 ranks with the
+defaults (16 games of 512 steps per update):
+
+* each rank's playing rate, the fraction of time ranks wait at the Allreduce for slower
+  ranks, and the Allreduce's own cost (the fastest rank's time in it);
+* the seconds per game-step when a rank holds 1, 2, 4, 8 or 16 games (one forward pass per
+  step for all of them), the gradient seconds per game and the optimizer step;
+* the lengths of whole games (for the old split: each update's 10 whole games, game e on
+  rank e % n). With ``--checkpoint``, from that trained policy, whose games are longer
+  and vary more than a beginner's.
+
+Then projects, for n = 1 ... 1,536 ranks, the fraction of rank time spent waiting for
+other ranks and the speed-up in agent steps per second over 1 rank, for the old split and
+the new one (slots = the smallest multiple of n >= 16). The Allreduce is a ring: 2 (n-1)
+steps of latency plus 2 (n-1)/n of the buffer over the link's bandwidth, for the shared
+memory measured here and for 10 and 100 Gb/s networks (latencies assumed: 20 and 2 us).
+Writes benchmarks/results/scaling.json and docs/figures/scaling.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
+
+NETWORKS = {  # name: (bandwidth bytes/s, latency s); shared memory is measured
+    "10 Gb/s": (10e9 / 8, 20e-6),
+    "100 Gb/s": (100e9 / 8, 2e-6),
+}
+RANKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1536]
+FIGURE = Path(__file__).resolve().parents[1] / "docs" / "figures" / "scaling.png"
+
+
+def worker(args) -> None:
+    """Under mpirun: timed updates of the defaults, then (rank 0 alone) step costs."""
+    from pgmpi import ParallelPG, mpi, rng, rollout
+    from pgmpi.envs import Game
+
+    if args.checkpoint:
+        agent = ParallelPG.load(args.checkpoint, quiet=True)
+        agent.config["seed"] += 1  # new games, not a replay of the run's
+    else:
+        agent = ParallelPG(seed=0, quiet=True)
+    rows = []
+    start = agent.update
+    agent.train(updates=start + 1)  # warm-up: first games started, first allocations
+    agent.train(updates=start + 1 + args.updates, callback=rows.append)
+    out = {"ranks": mpi.size(), "rows": rows, "params": agent.net.params.size}
+    if mpi.size() == 1:
+        out["step_s"] = {}
+        for k in (1, 2, 4, 8, 16):
+            games = [Game(agent.config["env"]) for _ in range(k)]
+            streams = [rng.stream(0, 99, k, i) for i in range(k)]
+            rollout.play(agent.net, games, streams, 50, False)  # past the first frames
+            t = time.perf_counter()
+            rollout.play(agent.net, games, streams, 300, False)
+            out["step_s"][k] = (time.perf_counter() - t) / (300 * k)
+        games = [Game(agent.config["env"]) for _ in range(args.games)]
+        streams = [rng.stream(0, 98, i) for i in range(args.games)]
+        pieces = rollout.play(agent.net, games, streams, 1, True, learn=False)
+        out["game_lengths"] = [p.finished[0][1] for p in pieces]
+    if mpi.is_root():
+        print(json.dumps(out), flush=True)
+
+
+def ring_allreduce_s(n: int, size_bytes: float, bandwidth: float, latency: float) -> float:
+    """Seconds of a ring Allreduce of ``size_bytes`` over ``n`` ranks."""
+    if n == 1:
+        return 0.0
+    return 2 * (n - 1) * latency + 2 * (n - 1) / n * size_bytes / bandwidth
+
+
+def expected_max(n: int, draws: np.ndarray, count: int, rng) -> float:
+    """E[max over n ranks of the sum of ``count`` draws], by Monte Carlo."""
+    sums = rng.choice(draws, size=(400, n, count)).sum(axis=2)
+    return float(sums.max(axis=1).mean())
+
+
+def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
+    """Waiting fraction and speed-up of both splits at every n in RANKS, for each link."""
+    rng = np.random.default_rng(0)
+    step_s, noise = m["step_s"], m["step_noise"]  # seconds per game-step; per-rank spread
+    lengths = np.array(m["game_lengths"], dtype=float)
+    size = m["params"] * 8  # the int64 fixed-point buffer
+    fixed_s = m["optimizer_s"]
+    base_rate = None
+    out = {}
+    for link, (bandwidth, latency) in allreduce.items():
+        rows = []
+        for n in RANKS:
+            comm = ring_allreduce_s(n, size, bandwidth, latency)
+            # New: every rank plays k games of exactly 512 steps; only the time per step
+            # differs between ranks (measured spread of a rank's update time).
+            slots = n * -(-16 // n)
+            k = slots // n
+            cost = step_s[str(min(16, 2 ** int(np.log2(k))))] * 512 * k + m["grad_s"] * k
+            work = cost * rng.normal(1.0, noise, size=(400, n)).clip(0.5)
+            busy, longest = work.mean(), work.max(axis=1).mean()
+            new_update = longest + comm + fixed_s
+            new_rate = slots * 512 / new_update
+            # Old: 10 whole games per update, game e on rank e % n, at one game per rank.
+            per_rank = [len(range(r, 10, n)) for r in range(min(n, 10))]
+            game_s = step_s["1"] * lengths.mean()
+            old_longest = expected_max(min(n, 10), lengths * step_s["1"], max(per_rank), rng)
+            old_update = old_longest + m["grad_s"] * max(per_rank) + comm + fixed_s
+            old_busy = 10 * game_s / n
+            old_rate = 10 * lengths.mean() / old_update
+            base_rate = base_rate or {"new": new_rate, "old": old_rate}
+            rows.append({
+                "ranks": n, "slots": slots, "allreduce_s": comm,
+                "new_wait_fraction": 1 - busy / longest,
+                "new_speedup": new_rate / base_rate["new"],
+                "old_wait_fraction": max(0.0, 1 - old_busy / old_longest),
+                "old_speedup": old_rate / base_rate["old"],
+            })  # fmt: skip
+        out[link] = rows
+    return out
+
+
+def plot(projection: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for link, style in zip(projection, ("-", "--", ":"), strict=False):
+        rows = projection[link]
+        n = [r["ranks"] for r in rows]
+        for split, colour in (("new", "tab:blue"), ("old", "tab:red")):
+            label = f"{split} split, {link}"
+            a.plot(n, [100 * r[f"{split}_wait_fraction"] for r in rows], style, c=colour,
+                   label=label)  # fmt: skip
+            b.plot(n, [r[f"{split}_speedup"] for r in rows], style, c=colour, label=label)
+    b.plot(n, n, c="grey", lw=0.8, label="ideal")
+    a.set(xscale="log", xlabel="ranks", ylabel="% of rank time waiting for other ranks")
+    b.set(xscale="log", yscale="log", xlabel="ranks", ylabel="speed-up over 1 rank")
+    a.set_title("Load imbalance (projected)")
+    b.set_title("Agent steps per second (projected)")
+    for ax in (a, b):
+        ax.grid(alpha=0.3, which="both")
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--updates", type=int, default=6, help="timed updates per rank count (6)")
+    p.add_argument("--games", type=int, default=10, help="whole games timed for the old split")
+    p.add_argument("--checkpoint", help="a trained ParallelPG checkpoint to measure with")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        return worker(args)
+
+    info = common.machine()
+    print("machine:", json.dumps(info))
+    extra = ["--checkpoint", args.checkpoint] if args.checkpoint else []
+    runs = {}
+    for n in (1, 2):
+        cmd = [__file__, "--worker", "--updates", str(args.updates), "--games", str(args.games)]
+        runs[n] = json.loads(common.mpirun(n, cmd + extra).strip().splitlines()[-1])
+    one = runs[1]
+
+    def mean(rows, key):
+        return float(np.mean([r[key] for r in rows]))
+
+    measured = {
+        n: {
+            "steps_per_s": mean(runs[n]["rows"], "perf/steps_per_s"),
+            "rank_steps_per_s": mean(runs[n]["rows"], "perf/rank_steps_per_s_min"),
+            "wait_fraction": mean(runs[n]["rows"], "perf/wait_fraction"),
+            "allreduce_s": mean(runs[n]["rows"], "perf/allreduce_s"),
+        }
+        for n in (1, 2)
+    }
+    speedup = measured[2]["steps_per_s"] / measured[1]["steps_per_s"]
+    rows = one["rows"]
+    play = np.array([r["steps"] / r["perf/rank_steps_per_s_min"] for r in rows])
+    model = {
+        "params": one["params"],
+        "step_s": one["step_s"],
+        "step_noise": float(play.std() / play.mean()),
+        "grad_s": mean(rows, "perf/grad_s") / 16,
+        "optimizer_s": max(
+            0.0,
+            float(np.mean([r["steps"] / r["perf/steps_per_s"] for r in rows]))
+            - float(play.mean())
+            - mean(rows, "perf/grad_s"),
+        ),
+        "game_lengths": one["game_lengths"],
+    }
+    # Shared memory: the 2-rank Allreduce measured here, as a ring's bandwidth.
+    shm = (one["params"] * 8 / max(measured[2]["allreduce_s"], 1e-6), 1e-6)
+    links = {"shared memory (measured)": shm, **NETWORKS}
+    projection = project(model, links)
+    for n in (1, 2):
+        m = measured[n]
+        print(
+            f"measured, {n} rank(s): {m['steps_per_s']:.0f} steps/s, "
+            f"{m['rank_steps_per_s']:.0f} per rank while playing, "
+            f"waiting {100 * m['wait_fraction']:.2f}%, Allreduce {1e3 * m['allreduce_s']:.1f} ms"
+        )
+    print(f"measured 2-rank wall-clock speed-up: {speedup:.3f} (target >= 1.95)")
+    print(f"game lengths for the old split: {sorted(model['game_lengths'])}")
+    for link, prow in projection.items():
+        for r in prow:
+            if r["ranks"] in (2, 128, 1536):
+                wait = 100 * r["new_wait_fraction"]
+                print(
+                    f"projected, {link}, {r['ranks']} ranks: waiting {wait:.1f}%"
+                    f" (old split {100 * r['old_wait_fraction']:.1f}%), speed-up "
+                    f"{r['new_speedup']:.1f}x (old {r['old_speedup']:.1f}x), "
+                    f"Allreduce {1e3 * r['allreduce_s']:.1f} ms"
+                )
+    plot(projection, FIGURE)
+    result = {
+        "machine": info,
+        "measured": measured,
+        "speedup_2_ranks_wall": speedup,
+        "model": model,
+        "projection": projection,
+    }
+    print("wrote", common.write("scaling", result), "and", FIGURE)
+
+
+if __name__ == "__main__":
+    main()

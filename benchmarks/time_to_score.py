@@ -1,0 +1,173 @@
+"""Time to score on Pong: games, agent steps, minutes and core-hours to each 100-game mean.
+
+    python benchmarks/time_to_score.py --run fast:0 fast:1 karpathy:0 [--minutes 30]
+    python benchmarks/time_to_score.py            # only read the runs already in runs/tts
+
+``--run PRESET:SEED ...`` trains each from scratch, one after the other, on ``--ranks`` (2)
+ranks: ``mpirun -n 2 python examples/pong.py --preset PRESET --seed SEED --minutes M
+--target-return 10 --log-dir runs/tts/PRESET-SEED``, then evaluates its final policy (the
+sampling policy it trained) over 100 games of deterministic Pong, as trained, and 100 with
+ALE v5's sticky actions (repeat_action_probability 0.25, Machado et al. 2018), so a score
+cannot come from memorising a deterministic game. Time the runs on an otherwise idle machine.
+
+Then, for every run in runs/tts, prints the table of the first update at which the mean of
+the last 100 games reached -15, -10, -5, 0 and +10 (core-hours = minutes x ranks / 60),
+writes benchmarks/results/time_to_score.json and docs/figures/time_to_score.png (the 100-game
+mean against wall minutes and against agent steps, every run on one figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "runs" / "tts"
+FIGURE = ROOT / "docs" / "figures" / "time_to_score.png"
+THRESHOLDS = (-15, -10, -5, 0, 10)
+
+
+def evaluate(checkpoint: str, games: int) -> None:
+    """Under mpirun: the final policy over ``games`` games, deterministic and sticky."""
+    from pgmpi import ParallelPG, mpi
+
+    agent = ParallelPG.load(checkpoint, quiet=True)
+    out = {}
+    for name, sticky in (("deterministic", False), ("sticky", True)):
+        mean = agent.evaluate(games, sticky=sticky)
+        r = agent.evaluation_returns
+        out[name] = {"mean": mean, "std": float(r.std()), "won": int((r > 0).sum()), "games": games}
+    if mpi.is_root():
+        print(json.dumps(out), flush=True)
+
+
+def first_reached(rows: list[dict], ranks: int) -> dict:
+    """For each threshold, the first row where the 100-game mean reached it (or None)."""
+    out = {}
+    for t in THRESHOLDS:
+        row = next(
+            (r for r in rows if int(r["episodes"]) >= 100 and float(r["mean100"]) >= t), None
+        )
+        out[t] = row and {
+            "games": int(row["episodes"]),
+            "steps": int(row["steps"]),
+            "minutes": float(row["minutes"]),
+            "core_hours": float(row["minutes"]) * ranks / 60,
+        }
+    return out
+
+
+def read(run: Path) -> list[dict]:
+    rows = []
+    for r in csv.DictReader(open(run / "progress.csv")):
+        rows.append({
+            "episodes": r["episodes"], "steps": r["steps"],
+            "mean100": r["charts/mean_return_100"], "minutes": float(r["time/elapsed_s"]) / 60,
+        })  # fmt: skip
+    return rows
+
+
+def plot(curves: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for name, rows in sorted(curves.items()):
+        rows = [r for r in rows if int(r["episodes"]) >= 100]
+        y = [float(r["mean100"]) for r in rows]
+        style = "-" if name.startswith("fast") else "--"
+        a.plot([r["minutes"] for r in rows], y, style, label=name)
+        b.plot([int(r["steps"]) / 1e6 for r in rows], y, style, label=name)
+    a.set(xlabel="wall minutes on 2 ranks", ylabel="mean return of the last 100 games")
+    b.set(xlabel="agent steps (millions)")
+    for ax in (a, b):
+        ax.axhline(0, c="grey", lw=0.8)
+        ax.grid(alpha=0.3)
+    a.legend(fontsize=8)
+    fig.suptitle("Pong from pixels: the defaults (fast) against the post's algorithm (karpathy)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", nargs="*", default=[], metavar="PRESET:SEED", help="train these")
+    p.add_argument("--minutes", type=float, default=30, help="limit per run (30)")
+    p.add_argument("--ranks", type=int, default=2, help="ranks per run (2)")
+    p.add_argument("--games", type=int, default=100, help="evaluation games per mode (100)")
+    p.add_argument("--evaluate", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.evaluate:
+        return evaluate(args.evaluate, args.games)
+
+    for spec in args.run:
+        preset, seed = spec.split(":")
+        log_dir = RUNS / f"{preset}-{seed}"
+        pong = [str(ROOT / "examples" / "pong.py"), "--preset", preset, "--seed", seed]
+        limits = ["--minutes", str(args.minutes), "--target-return", "10"]
+        print(f"training {spec} ...", flush=True)
+        out = common.mpirun(
+            args.ranks, [*pong, *limits, "--log-dir", str(log_dir)], timeout=args.minutes * 60 + 600
+        )
+        (log_dir / "train.log").write_text(out)
+        print(f"evaluating {spec} ...", flush=True)
+        score = common.mpirun(
+            args.ranks,
+            [__file__, "--evaluate", str(log_dir / "checkpoint.npz"), "--games", str(args.games)],
+            timeout=3600,
+        )
+        (log_dir / "evaluation.json").write_text(score.strip().splitlines()[-1] + "\n")
+
+    runs = sorted(d for d in RUNS.glob("*") if (d / "progress.csv").exists())
+    result, curves = {"machine": common.machine(), "ranks": args.ranks, "runs": {}}, {}
+    head = (
+        "| run | " + " | ".join(f"to {t:+d}" for t in THRESHOLDS) + " | final eval (det / sticky) |"
+    )
+    print(head + "\n|" + "---|" * (len(THRESHOLDS) + 2))
+    for run in runs:
+        curves[run.name] = rows = read(run)
+        reached = first_reached(rows, args.ranks)
+        evaluation = (
+            json.loads((run / "evaluation.json").read_text())
+            if (run / "evaluation.json").exists()
+            else None
+        )
+        last = rows[-1]
+        result["runs"][run.name] = {
+            "reached": reached,
+            "final": {"games": int(last["episodes"]), "steps": int(last["steps"]),
+                      "minutes": last["minutes"], "mean100": float(last["mean100"])},
+            "evaluation": evaluation,
+        }  # fmt: skip
+        cells = [
+            f"{r['games']:,} g, {r['steps'] / 1e6:.1f} M, {r['minutes']:.1f} min, "
+            f"{r['core_hours']:.2f} ch"
+            if r
+            else "not reached"
+            for r in reached.values()
+        ]
+        ev = (
+            f"{evaluation['deterministic']['mean']:+.1f} / {evaluation['sticky']['mean']:+.1f}"
+            if evaluation
+            else "-"
+        )
+        print(f"| {run.name} | " + " | ".join(cells) + f" | {ev} |")
+    if curves:
+        plot(curves, FIGURE)
+        print("wrote", common.write("time_to_score", result), "and", FIGURE)
+    else:
+        print(f"no runs in {RUNS}: pass --run PRESET:SEED")
+
+
+if __name__ == "__main__":
+    main()
