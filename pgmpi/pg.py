@@ -38,7 +38,7 @@ from pgmpi.version import __version__
 REFERENCE_SLOTS = 16  # learning_rate is for this many games; more scale it by sqrt(slots/16)
 PRESETS = {
     # The defaults: Adam on the mean over slots of time-boxed pieces of play.
-    "fast": dict(optimizer="adam", learning_rate=1e-3, slots=None, steps_per_slot=512,
+    "fast": dict(optimizer="adam", learning_rate=2e-3, slots=None, steps_per_slot=512,
                  whole_games=None, batch_gradient="mean"),
     # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4.
     "karpathy": dict(optimizer="rmsprop", learning_rate=1e-4, decay_rate=0.99, slots=10,
