@@ -9,6 +9,8 @@ Launches itself under mpirun for each configuration and measures, in the same ru
   update, shared over the ranks): agent steps per second of the whole update (play,
   gradients, Allreduce, Adam step) and on each rank while playing, and peak memory per
   rank; one warm-up update, then ``--updates`` timed ones;
+* ``eight_games``: 8 Pong games in one process, stepped by pgmpi's loop and by ale-py's own
+  vector env (one thread, full RGB frames), to choose between them;
 * ``dense_float64``: the original post's style for scale (dense float64 first layer,
   per-step matrix-vector product over all 6,400 inputs, dense backward), one episode.
 
@@ -50,6 +52,39 @@ def emulator_rate(steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def eight_games_rates(steps: int) -> dict:
+    """Eight Pong games stepped together by one process, random actions, RGB frames: as
+    pgmpi's loop over its games (``envs.Game``) and as ale-py's own vector env (one thread,
+    full 210x160 RGB frames so the post's preprocessing could follow)."""
+    import ale_py
+
+    from pgmpi.envs import Game
+
+    rng, n = np.random.default_rng(0), 8
+    games = [Game("ALE/Pong-v5") for _ in range(n)]
+    for game in games:
+        game.new_game(0)
+    start = time.perf_counter()
+    for _ in range(steps // n):
+        for game in games:
+            game.step(int(rng.random() < 0.5))
+            if not game.live:
+                game.new_game(0)
+    loop = steps / (time.perf_counter() - start)
+    vec = ale_py.AtariVectorEnv(
+        "pong", n, num_threads=1, img_height=210, img_width=160, grayscale=False, stack_num=1,
+        maxpool=False, noop_max=0, reward_clipping=False, use_fire_reset=False,
+        repeat_action_probability=0.0,
+    )  # fmt: skip
+    vec.reset(seed=0)
+    start = time.perf_counter()
+    for _ in range(steps // n):
+        vec.step(np.where(rng.random(n) < 0.5, 2, 3))
+    vector = steps / (time.perf_counter() - start)
+    vec.close()
+    return {"loop_of_games": loop, "ale_vector_env": vector}
+
+
 def dense_float64_rate(max_steps: int) -> float:
     """One episode in the dense float64 style of the original post (written anew here)."""
     from pgmpi.envs import Game
@@ -81,6 +116,7 @@ def worker(args) -> None:
     blas = None if args.capped else os.cpu_count()
     threads.cap_blas_threads(blas)
     emu = emulator_rate(args.emulator_steps)
+    eight = eight_games_rates(args.emulator_steps)
     dense = dense_float64_rate(args.dense_steps)
     rows = []
     agent = ParallelPG(env="ALE/Pong-v5", seed=0, blas_threads=blas, quiet=True)
@@ -116,6 +152,8 @@ def worker(args) -> None:
                         np.mean([r["perf/allreduce_s"] for r in rows])
                     ),
                     "peak_mb_per_rank_max": max(r["peak_mb"] for r in per_rank),
+                    "eight_games_loop_steps_per_s": eight["loop_of_games"],
+                    "eight_games_ale_vector_env_steps_per_s": eight["ale_vector_env"],
                 }
             ),
             flush=True,
@@ -172,7 +210,9 @@ def main() -> None:
                 f"ParallelPG {row['pg_steps_per_s_per_rank']:.0f}/s per rank "
                 f"({row['pg_steps_per_s_total']:.0f} total), dense float64 "
                 f"{row['dense_float64_steps_per_s_per_rank']:.0f}/s per rank, "
-                f"peak {row['peak_mb_per_rank_max']:.0f} MB per rank",
+                f"peak {row['peak_mb_per_rank_max']:.0f} MB per rank; 8 games in one process: "
+                f"loop {row['eight_games_loop_steps_per_s']:.0f}/s, ale-py vector env "
+                f"{row['eight_games_ale_vector_env_steps_per_s']:.0f}/s",
                 flush=True,
             )
     result = {"machine": info, "configs": configs}

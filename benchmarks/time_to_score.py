@@ -5,10 +5,11 @@
 
 ``--run PRESET:SEED ...`` trains each from scratch, one after the other, on ``--ranks`` (2)
 ranks: ``mpirun -n 2 python examples/pong.py --preset PRESET --seed SEED --minutes M
---target-return 10 --log-dir runs/tts/PRESET-SEED``, then evaluates its final policy (the
-sampling policy it trained) over 100 games of deterministic Pong, as trained, and 100 with
-ALE v5's sticky actions (repeat_action_probability 0.25, Machado et al. 2018), so a score
-cannot come from memorising a deterministic game. Time the runs on an otherwise idle machine.
+--target-return T --log-dir runs/tts/PRESET[TAG]-SEED`` (T: 10 unless told), then
+evaluates its final policy (the sampling policy it trained) over 100 games of deterministic
+Pong, as trained, and 100 with ALE v5's sticky actions (repeat_action_probability 0.25,
+Machado et al. 2018), so a score cannot come from memorising a deterministic game. Time the
+runs on an otherwise idle machine.
 
 Then, for every run in runs/tts, prints the table of the first update at which the mean of
 the last 100 games reached -15, -10, -5, 0 and +10 (core-hours = minutes x ranks / 60),
@@ -105,6 +106,11 @@ def main() -> None:
     p.add_argument("--minutes", type=float, default=30, help="limit per run (30)")
     p.add_argument("--ranks", type=int, default=2, help="ranks per run (2)")
     p.add_argument("--games", type=int, default=100, help="evaluation games per mode (100)")
+    p.add_argument(
+        "--target-return", type=float, default=10, help="stop a run at this 100-game mean (10)"
+    )
+    p.add_argument("--tag", default="", help="runs go to runs/tts/PRESET[TAG]-SEED")
+    p.add_argument("--sticky-actions", action="store_true", help="train with sticky actions")
     p.add_argument("--evaluate", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.evaluate:
@@ -112,9 +118,10 @@ def main() -> None:
 
     for spec in args.run:
         preset, seed = spec.split(":")
-        log_dir = RUNS / f"{preset}-{seed}"
+        log_dir = RUNS / f"{preset}{args.tag}-{seed}"
         pong = [str(ROOT / "examples" / "pong.py"), "--preset", preset, "--seed", seed]
-        limits = ["--minutes", str(args.minutes), "--target-return", "10"]
+        limits = ["--minutes", str(args.minutes), "--target-return", str(args.target_return)]
+        limits += ["--sticky-actions"] if args.sticky_actions else []
         print(f"training {spec} ...", flush=True)
         out = common.mpirun(
             args.ranks, [*pong, *limits, "--log-dir", str(log_dir)], timeout=args.minutes * 60 + 600

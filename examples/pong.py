@@ -9,10 +9,11 @@
 The default preset, "fast", is the setting that beat Pong fastest on our 2-core machine (see
 README, "Time to score"): 16 games at once (or one per rank, if more ranks), each playing
 exactly 512 agent steps per update (a rally still open carries over to the next update),
-Adam with learning rate 2e-3 on the mean gradient. "karpathy" is the post's: 10 whole games per update, summed gradient, RMSProp
-1e-4. Any flag given replaces the preset's value. Runs until stopped (Ctrl-C) or a limit;
-saves LOG_DIR/checkpoint.npz every --checkpoint-every updates and at the end, and writes
-LOG_DIR/progress.csv (plot it with ``python -m pgmpi.plot LOG_DIR``).
+Adam with learning rate 2e-3 on the mean gradient. "karpathy" is the post's: 10 whole games
+per update, summed gradient, RMSProp 1e-4. Any flag given replaces the preset's value.
+Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
+--checkpoint-every updates and at the end, and writes LOG_DIR/progress.csv (plot it with
+``python -m pgmpi.plot LOG_DIR``).
 """
 
 from pathlib import Path
@@ -34,6 +35,11 @@ def main() -> None:
     p.add_argument("--learning-rate", type=positive_float, help="step size (the preset's)")
     p.add_argument("--slots", type=positive_int, help="games played at once, over all ranks")
     p.add_argument("--steps-per-slot", type=positive_int, help="agent steps per game per update")
+    p.add_argument(
+        "--sticky-actions",
+        action="store_true",
+        help="train with ALE v5's sticky actions (repeat probability 0.25)",
+    )
     p.add_argument("--seed", type=int, default=0, help="root seed of the run (0)")
     p.add_argument(
         "--log-dir",
@@ -61,7 +67,12 @@ def main() -> None:
         flags = ("hidden_size", "optimizer", "learning_rate", "slots", "steps_per_slot")
         given = {k: getattr(args, k) for k in flags if getattr(args, k) is not None}
         agent = ParallelPG.from_preset(
-            args.preset, env="ALE/Pong-v5", seed=args.seed, log_dir=args.log_dir, **given
+            args.preset,
+            env="ALE/Pong-v5",
+            sticky_actions=args.sticky_actions,
+            seed=args.seed,
+            log_dir=args.log_dir,
+            **given,
         )
     agent.train(
         updates=args.updates,

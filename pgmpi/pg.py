@@ -86,6 +86,8 @@ class ParallelPG:
             steps of a rally still open carry over to the next update. None means False for
             Pong, True for other envs (their games cannot be saved mid-game).
         batch_gradient: ``"mean"`` over slots, or ``"sum"`` (the post's).
+        sticky_actions: train Pong with ALE v5's sticky actions (repeat_action_probability
+            0.25) instead of the deterministic emulator.
         seed: root seed of every random stream in the run.
         exact_reduction: sum gradients exactly in fixed point, so results do not depend on
             the rank count; False uses a plain float32 Allreduce.
@@ -115,6 +117,7 @@ class ParallelPG:
         steps_per_slot: int = PRESETS["fast"]["steps_per_slot"],
         whole_games: bool | None = PRESETS["fast"]["whole_games"],
         batch_gradient: str = PRESETS["fast"]["batch_gradient"],
+        sticky_actions: bool = False,
         seed: int = 0,
         exact_reduction: bool = True,
         log_dir: str | Path | None = None,
@@ -128,6 +131,7 @@ class ParallelPG:
             (is_real(learning_rate) and learning_rate > 0, "learning_rate", learning_rate, "> 0"),
             (is_real(decay_rate) and 0 <= decay_rate < 1, "decay_rate", decay_rate, "in [0, 1)"),
             (is_real(gamma) and 0 < gamma <= 1, "gamma", gamma, "in (0, 1]"),
+            (sticky_actions in (True, False), "sticky_actions", sticky_actions, "True or False"),
             (slots is None or (is_int(slots) and slots >= 1), "slots", slots,
              "None or an int >= 1"),
             (is_int(steps_per_slot) and steps_per_slot >= 1, "steps_per_slot", steps_per_slot,
@@ -146,7 +150,7 @@ class ParallelPG:
         self.games: dict[int, Game] = {}
         if problem is None:
             try:  # every rank makes one game at least, to check the env
-                self.games = {k: Game(env) for k in self.mine or [-1]}
+                self.games = {k: Game(env, sticky_actions) for k in self.mine or [-1]}
             except Exception as e:  # any failure to make the env is the user's input
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
         probe = next(iter(self.games.values()), None)
@@ -162,7 +166,8 @@ class ParallelPG:
             env=env if isinstance(env, str) else getattr(probe, "env_id", "custom"),
             hidden_size=hidden_size, optimizer=optimizer, learning_rate=learning_rate,
             decay_rate=decay_rate, gamma=gamma, slots=slots, steps_per_slot=steps_per_slot,
-            whole_games=whole_games, batch_gradient=batch_gradient, seed=seed,
+            whole_games=whole_games, batch_gradient=batch_gradient,
+            sticky_actions=sticky_actions, seed=seed,
             exact_reduction=exact_reduction,
         )  # fmt: skip
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
@@ -183,7 +188,7 @@ class ParallelPG:
         self.running_reward: float | None = None
         self.recent_returns: deque[float] = deque(maxlen=100)
         self._evaluations, self._act_prev = 0, None
-        self.carry: dict[int, tuple[list, list]] = {}  # game k's open rally: inputs, actions
+        self.open_rallies = rollout.OpenRallies()
         self._header = (
             f"{self.net.params.size:,} params | {slots} slots ({slots_note}) of "
             f"{steps_per_slot} steps"
@@ -195,41 +200,15 @@ class ParallelPG:
 
     def _gradient(self, k: int, piece: rollout.Piece) -> np.ndarray | None:
         """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
-        standardised discounted returns. The steps of a rally still open carry over to the
-        next update; carried steps are evaluated at the current parameters."""
-        inputs, actions = self.carry.pop(k, ([], []))
-        if inputs:  # the open rally of the last update: same inputs and actions, new network
-            probs, caches = self.net.forward([self._dense(i, v) for i, v in inputs])
-            piece.caches[:0], piece.actions[:0] = caches, actions
-            piece.dlogits[:0] = [
-                self.net.dlogits(p, a) for p, a in zip(probs, actions, strict=True)
-            ]
-            piece.rewards[:0], piece.ends[:0] = [0.0] * len(inputs), [False] * len(inputs)
-        cut = max((t + 1 for t, end in enumerate(piece.ends) if end), default=0)
-        if cut < len(piece.ends):
-            self.carry[k] = ([c[:2] for c in piece.caches[cut:]], piece.actions[cut:])
+        standardised discounted returns (None if no rally finished)."""
+        self.open_rallies.prepend(k, piece, self.net)  # the last update's, at today's network
+        cut = self.open_rallies.keep(k, piece)  # steps after the last point wait for it
         if cut == 0:
             return None
         rewards, ends = np.array(piece.rewards[:cut]), piece.ends[:cut]
         adv = standardise(discounted_returns(rewards, self.config["gamma"], ends))
         adv = adv.astype(np.float32)
         return self.net.gradient(piece.caches[:cut], np.array(piece.dlogits[:cut]) * adv[:, None])
-
-    def _carry_arrays(self, k: int) -> dict[str, np.ndarray]:
-        inputs, actions = self.carry.get(k, ([], []))
-        if not actions:
-            return {}
-        return {
-            "carry_idx": np.concatenate([i for i, _ in inputs]).astype(np.int64),
-            "carry_vals": np.concatenate([v for _, v in inputs]).astype(np.float32),
-            "carry_sizes": np.array([len(i) for i, _ in inputs], dtype=np.int64),
-            "carry_actions": np.array(actions, dtype=np.int64),
-        }
-
-    def _dense(self, idx: np.ndarray, vals: np.ndarray) -> np.ndarray:
-        x = np.zeros(self.net.n_inputs, dtype=np.float32)
-        x[idx] = vals
-        return x
 
     # ------------------------------------------------------------------ one update
     def _one_update(self) -> tuple[list, dict]:
@@ -296,7 +275,8 @@ class ParallelPG:
             finished, mine = self._one_update()
             mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
             ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
-            games = sorted(g for f, _ in ranks for g in f)  # by slot: the same on any rank count
+            # In slot order, and in order of play within a slot: the same on any rank count.
+            games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
             for _, ret, _ in games:
                 rr = self.running_reward
                 self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
@@ -387,7 +367,7 @@ class ParallelPG:
     def save(self, path: str | Path) -> Path:
         """Write parameters, optimizer state, counters and every game in progress to
         ``path`` (atomically, by the root). Collective: every rank must call this."""
-        mine = {k: dict(self.games[k].snapshot(), **self._carry_arrays(k)) for k in self.mine}
+        mine = {k: self.games[k].snapshot() | self.open_rallies.arrays(k) for k in self.mine}
         snaps = mpi.gather_stats(mine)  # every game in progress, to the root
         arrays = {"params": self.net.params, **self.optimizer.state()}
         arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
@@ -428,13 +408,7 @@ class ParallelPG:
         for k in agent.mine:
             snap = checkpoint.unpack_ragged(arrays, "game", k)
             agent.games[k].restore(snap, rng.env_seed(rng.stream(seed, rng.EPISODE, 0, k)))
-            if len(snap.get("carry_actions", ())):
-                splits = np.cumsum(snap["carry_sizes"])[:-1]
-                idx, vals = (
-                    np.split(snap["carry_idx"], splits),
-                    np.split(snap["carry_vals"], splits),
-                )
-                agent.carry[k] = (list(zip(idx, vals, strict=True)), snap["carry_actions"].tolist())
+            agent.open_rallies.restore(k, snap)
         return agent
 
     @classmethod

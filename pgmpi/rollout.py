@@ -78,3 +78,56 @@ def play(
                 still.append(i)
         todo = still
     return pieces
+
+
+class OpenRallies:
+    """The steps of each game's rally still open at the end of an update.
+
+    A rally's discounted return is known only once its point is scored, so its steps wait:
+    their inputs and actions are kept here and join the next update's piece, where they
+    are evaluated again with that update's network. Checkpoints save them, so a resumed run
+    goes on exactly.
+    """
+
+    def __init__(self):
+        self.steps: dict[int, tuple[list, list]] = {}  # game k: (inputs as (idx, vals), actions)
+
+    def prepend(self, k: int, piece: Piece, net: TwoLayerPolicy) -> None:
+        """Put game k's waiting steps before ``piece``'s, evaluated with ``net``."""
+        inputs, actions = self.steps.pop(k, ([], []))
+        if not inputs:
+            return
+        xs = [np.zeros(net.n_inputs, dtype=np.float32) for _ in inputs]
+        for x, (idx, vals) in zip(xs, inputs, strict=True):
+            x[idx] = vals
+        probs, caches = net.forward(xs)
+        piece.caches[:0], piece.actions[:0] = caches, actions
+        piece.dlogits[:0] = [net.dlogits(p, a) for p, a in zip(probs, actions, strict=True)]
+        piece.rewards[:0], piece.ends[:0] = [0.0] * len(inputs), [False] * len(inputs)
+
+    def keep(self, k: int, piece: Piece) -> int:
+        """Keep the steps after ``piece``'s last rally end for later; return how many of its
+        steps come before (those whose returns are known)."""
+        cut = max((t + 1 for t, end in enumerate(piece.ends) if end), default=0)
+        if cut < len(piece.ends):
+            self.steps[k] = ([c[:2] for c in piece.caches[cut:]], piece.actions[cut:])
+        return cut
+
+    def arrays(self, k: int) -> dict[str, np.ndarray]:
+        """Game k's waiting steps as flat arrays for a checkpoint ({} if none)."""
+        inputs, actions = self.steps.get(k, ([], []))
+        if not actions:
+            return {}
+        return {
+            "open_idx": np.concatenate([i for i, _ in inputs]).astype(np.int64),
+            "open_vals": np.concatenate([v for _, v in inputs]).astype(np.float32),
+            "open_sizes": np.array([len(i) for i, _ in inputs], dtype=np.int64),
+            "open_actions": np.array(actions, dtype=np.int64),
+        }
+
+    def restore(self, k: int, arrays: dict[str, np.ndarray]) -> None:
+        """Take back game k's waiting steps from what :meth:`arrays` returned."""
+        if len(arrays.get("open_actions", ())):
+            splits = np.cumsum(arrays["open_sizes"])[:-1]
+            idx, vals = np.split(arrays["open_idx"], splits), np.split(arrays["open_vals"], splits)
+            self.steps[k] = (list(zip(idx, vals, strict=True)), arrays["open_actions"].tolist())

@@ -193,9 +193,9 @@ def test_save_load_round_trip(tmp_path):
 def test_pong_games_in_progress_survive_save_and_load(tmp_path):
     rows = {"a": [], "b": []}
     agent = _pong().train(episodes=1)  # several updates, games carried over between them
-    assert any(g.live for g in agent.games.values()) and agent.carry  # open rallies too
+    assert any(g.live for g in agent.games.values()) and agent.open_rallies.steps
     back = ParallelPG.load(agent.save(tmp_path / "ck.npz"), quiet=True)
-    assert back.carry.keys() == agent.carry.keys()
+    assert back.open_rallies.steps.keys() == agent.open_rallies.steps.keys()
     for k, game in agent.games.items():
         assert back.games[k].live == game.live and back.games[k].score == game.score
     agent.train(episodes=3, callback=rows["a"].append)
