@@ -191,10 +191,16 @@ def main() -> None:
     speedup = measured[2]["steps_per_s"] / measured[1]["steps_per_s"]
     rows = one["rows"]
     play = np.array([r["steps"] / r["perf/rank_steps_per_s_min"] for r in rows])
+    # The spread that makes ranks wait is between ranks within one update (not the drift of
+    # the whole machine from update to update): for two normal draws E|a - b| = 2 sigma /
+    # sqrt(pi), so sigma / mean from the 2-rank runs' fastest and slowest rank.
+    lo, hi = (
+        np.array([r[f"perf/rank_steps_per_s_{m}"] for r in runs[2]["rows"]]) for m in ("min", "max")
+    )
     model = {
         "params": one["params"],
         "step_s": one["step_s"],
-        "step_noise": float(play.std() / play.mean()),
+        "step_noise": float(np.mean((hi - lo) / (hi + lo) * 2) * np.sqrt(np.pi) / 2),
         "grad_s": mean(rows, "perf/grad_s") / 16,
         "optimizer_s": max(
             0.0,
