@@ -135,24 +135,27 @@ class Game:
 
     def snapshot(self) -> dict[str, np.ndarray]:
         """Everything needed to continue this game elsewhere: for a live Pong game, the
-        emulator state (ALE's own serialisation, no pickle), the last frame and input."""
+        emulator state (ALE's own serialisation, no pickle), the last frame and input; for a
+        sticky-action game, the emulator's random stream even between games."""
         out = {"score": np.array([self.score, self.length, self.live], dtype=np.float64)}
-        if self.live:
-            if not self.is_pong:  # games of other envs end with their rally: never live here
-                raise ValueError(f"cannot snapshot a live {self.env_id} game")
+        if self.live and not self.is_pong:  # games of other envs end with their rally
+            raise ValueError(f"cannot snapshot a live {self.env_id} game")
+        if self.live or (self.sticky and self._seeded):
             state = self.env.unwrapped.ale.cloneState(include_rng=self.sticky).serialize()
             out["ale"] = np.frombuffer(state, dtype=np.uint8)
+        if self.live:
             out["prev"], out["x"] = self._prev, self.x
         return out
 
     def restore(self, snap: dict[str, np.ndarray], seed: int) -> None:
         """Continue the game that ``snapshot`` saved (``seed``: the env's first reset)."""
         score, length, live = snap["score"]
-        if live:
+        if "ale" in snap:
             import ale_py
 
             self.new_game(seed)  # the env must have been reset once before restoring
             self.env.unwrapped.ale.restoreState(ale_py.ALEState(snap["ale"].tobytes()))
+        if live:
             self._prev, self.x = snap["prev"].astype(np.int8), snap["x"].astype(np.int8)
         self.score, self.length, self.live = float(score), int(length), bool(live)
 

@@ -87,7 +87,8 @@ class ParallelPG:
             Pong, True for other envs (their games cannot be saved mid-game).
         batch_gradient: ``"mean"`` over slots, or ``"sum"`` (the post's).
         sticky_actions: train Pong with ALE v5's sticky actions (repeat_action_probability
-            0.25) instead of the deterministic emulator.
+            0.25) instead of the deterministic emulator (experimental: resuming such a run
+            is not yet bit-exact).
         seed: root seed of every random stream in the run.
         exact_reduction: sum gradients exactly in fixed point, so results do not depend on
             the rank count; False uses a plain float32 Allreduce.

@@ -206,17 +206,6 @@ def test_pong_games_in_progress_survive_save_and_load(tmp_path):
     assert learned == [[r["charts/running_reward"], r["steps"]] for r in rows["b"]]
 
 
-def test_sticky_action_training_resumes_exactly(tmp_path):
-    """The sticky-action random stream is part of a saved game: a resumed run goes on as the
-    uninterrupted one, although repeated actions differ from game to game."""
-    agent = _pong(slots=2, steps_per_slot=300, sticky_actions=True).train(updates=2)
-    back = ParallelPG.load(agent.save(tmp_path / "ck.npz"), quiet=True)
-    agent.train(updates=5), back.train(updates=5)
-    np.testing.assert_array_equal(back.net.params, agent.net.params)
-    plain = _pong(slots=2, steps_per_slot=300).train(updates=5)
-    assert not np.array_equal(plain.net.params, agent.net.params)  # the actions did stick
-
-
 def test_karpathy_preset_is_the_posts_update(monkeypatch):
     """One update of the preset equals the post's formula, recomputed densely in float64 from
     the recorded games: the sum over 10 whole games of each game's gradient, with returns
