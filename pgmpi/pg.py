@@ -29,7 +29,7 @@ import numpy as np
 
 from pgmpi import checkpoint, mpi, rng, rollout, threads
 from pgmpi.config import first_problem, is_int, is_real
-from pgmpi.envs import PONG_ID, Game, pong_frame
+from pgmpi.envs import PONG_DOWN, PONG_ID, PONG_UP, Game, pong_frame
 from pgmpi.logger import Logger, progress_line, rank_figures, run_header
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
@@ -173,6 +173,7 @@ class ParallelPG:
         )  # fmt: skip
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
         self.probe, self.log_dir, self.quiet = probe, log_dir, quiet
+        self._make_env = env  # the id or factory itself: evaluation plays the same env
         self.blas = threads.cap_blas_threads(blas_threads)
         self.net = TwoLayerPolicy(
             probe.n_inputs, hidden_size, probe.n_actions, rng.stream(seed, rng.INIT),
@@ -342,7 +343,7 @@ class ParallelPG:
         returns = np.zeros(episodes)
         mine = list(range(mpi.rank(), episodes, mpi.size()))
         for chunk in (mine[i : i + 32] for i in range(0, len(mine), 32)):  # bounded memory
-            games = [Game(self.config["env"], sticky=sticky) for _ in chunk]
+            games = [Game(self._make_env, sticky=sticky) for _ in chunk]
             streams = [
                 rng.stream(self.config["seed"], rng.EVALUATE, self._evaluations, e) for e in chunk
             ]
@@ -362,7 +363,7 @@ class ParallelPG:
             x = cur - (cur if new_episode or self._act_prev is None else self._act_prev)
             self._act_prev = cur
         a = int(np.argmax(self.net.forward([x])[0][0]))
-        return (2 if a == 0 else 3) if self.probe.is_pong else a
+        return (PONG_UP if a == 0 else PONG_DOWN) if self.probe.is_pong else a
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, path: str | Path) -> Path:

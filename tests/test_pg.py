@@ -266,6 +266,14 @@ def test_act_and_evaluate():
     assert agent.evaluate(episodes=3, greedy=True) >= 8
 
 
+def test_evaluation_plays_the_env_a_factory_makes():
+    import gymnasium as gym
+
+    short = lambda: gym.wrappers.TimeLimit(gym.make("CartPole-v1"), 5)  # noqa: E731
+    agent = _cartpole(env=short)
+    assert agent.evaluate(episodes=3) == 5.0  # every episode cut at 5 steps, as trained
+
+
 def test_sticky_evaluation_differs_from_deterministic_pong():
     agent = _pong()
     plain = [agent.evaluate(episodes=2, greedy=True) for _ in range(2)]
