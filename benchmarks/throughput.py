@@ -88,6 +88,7 @@ def eight_games_rates(steps: int) -> dict:
 def dense_float64_rate(max_steps: int) -> float:
     """One episode in the dense float64 style of the original post (written anew here)."""
     from pgmpi.envs import Game
+    from pgmpi.networks import dense
 
     env, rng = Game("ALE/Pong-v5"), np.random.default_rng(0)
     W1 = rng.standard_normal((200, 6400)) / 80.0
@@ -95,14 +96,14 @@ def dense_float64_rate(max_steps: int) -> float:
     xs, hs, dl = [], [], []
     start = time.perf_counter()
     env.new_game(0)
-    x, done = env.x.astype(np.float64), False
+    x, done = dense(env.x, 6400).astype(np.float64), False
     while not done and len(xs) < max_steps:
         h = np.maximum(W1 @ x, 0.0)
         p = 1.0 / (1.0 + np.exp(-(W2 @ h)))
         a = 0 if rng.random() < p else 1
         xs.append(x), hs.append(h), dl.append((a == 0) - p)
         done = env.step(a)[2]
-        x = env.x.astype(np.float64)
+        x = dense(env.x, 6400).astype(np.float64)
     X, H, D = np.array(xs), np.array(hs), np.array(dl)
     dh = np.outer(D, W2)
     dh[H <= 0] = 0

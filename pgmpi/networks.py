@@ -4,8 +4,8 @@
   Pixels" (2016): ``h = relu(x @ W1)``, ``logits = h @ W2``, with a sigmoid over two actions
   (Pong's up/down) or a softmax over n actions. No biases, as in the post. All parameters
   live in one flat float32 vector, so averaging gradients over ranks is one buffer.
-  Inputs are handled sparsely: Pong's frame difference has about 20-40 non-zero pixels out of
-  6,400, so the first layer only touches the rows of ``W1`` for those pixels.
+  Inputs are sparse: Pong's frame difference has about 20-40 non-zero pixels out of 6,400,
+  so the first layer only touches the rows of ``W1`` for those pixels.
 * :class:`PrunedNetwork` is the synaptolytic GA's network: every weight is 1 or 0 (pruned),
   tanh hidden layers, argmax (discrete) or tanh (continuous) outputs.
 """
@@ -13,6 +13,20 @@
 from __future__ import annotations
 
 import numpy as np
+
+
+def sparse(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 indices, float32 values) of the non-zero entries of a 1-D input."""
+    x = np.asarray(x).ravel()
+    idx = np.flatnonzero(x)
+    return idx, x[idx].astype(np.float32)
+
+
+def dense(x: tuple[np.ndarray, np.ndarray], n: int) -> np.ndarray:
+    """The float32 (n,) vector of a sparse input."""
+    out = np.zeros(n, dtype=np.float32)
+    out[x[0]] = x[1]
+    return out
 
 
 class TwoLayerPolicy:
@@ -47,23 +61,21 @@ class TwoLayerPolicy:
         self.W1[:] = rng.standard_normal((d, h)) / np.sqrt(d)
         self.W2[:] = rng.standard_normal((h, k)) / np.sqrt(h)
 
-    def forward(self, xs: list[np.ndarray]) -> tuple[np.ndarray, list]:
+    def forward(self, xs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list]:
         """One step of S games at once: action probabilities and one cache per game.
 
         Args:
-            xs: S observation vectors (D,), any numeric dtype; mostly zeros for Pong.
+            xs: S inputs, each sparse: (int indices, float32 values) of its non-zero
+                entries (:func:`sparse` makes one from a vector).
 
         Returns:
             (probs float32 (S, A), caches): hand a game's caches, one per step, back to
             :meth:`gradient`. Each row depends only on its own input, so a game's figures
             are the same bits however many games share the call.
         """
-        X = np.stack(xs)
-        flat = np.flatnonzero(X != 0)  # one search for all games, sorted by game (on a bool
-        # array numpy searches 9x faster than on int8)
-        game, idx = np.divmod(flat, self.n_inputs)
-        vals = X.ravel()[flat].astype(np.float32)
-        counts = np.bincount(game, minlength=len(xs))
+        counts = np.array([len(i) for i, _ in xs], dtype=np.int64)
+        idx = np.concatenate([i for i, _ in xs])
+        vals = np.concatenate([v for _, v in xs]).astype(np.float32, copy=False)
         ends = np.cumsum(counts)
         h = np.zeros((len(xs), self.n_hidden), dtype=np.float32)
         if len(idx):

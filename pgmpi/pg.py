@@ -31,7 +31,7 @@ from pgmpi import checkpoint, mpi, rng, rollout, threads
 from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import PONG_DOWN, PONG_ID, PONG_UP, Game, pong_frame
 from pgmpi.logger import Logger, progress_line, rank_figures, run_header
-from pgmpi.networks import TwoLayerPolicy
+from pgmpi.networks import TwoLayerPolicy, sparse
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
 
@@ -362,7 +362,7 @@ class ParallelPG:
             cur = pong_frame(observation)
             x = cur - (cur if new_episode or self._act_prev is None else self._act_prev)
             self._act_prev = cur
-        a = int(np.argmax(self.net.forward([x])[0][0]))
+        a = int(np.argmax(self.net.forward([sparse(x)])[0][0]))
         return (PONG_UP if a == 0 else PONG_DOWN) if self.probe.is_pong else a
 
     # ------------------------------------------------------------------ checkpoints

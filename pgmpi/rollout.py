@@ -97,10 +97,7 @@ class OpenRallies:
         inputs, actions = self.steps.pop(k, ([], []))
         if not inputs:
             return
-        xs = [np.zeros(net.n_inputs, dtype=np.float32) for _ in inputs]
-        for x, (idx, vals) in zip(xs, inputs, strict=True):
-            x[idx] = vals
-        probs, caches = net.forward(xs)
+        probs, caches = net.forward(inputs)
         piece.caches[:0], piece.actions[:0] = caches, actions
         piece.dlogits[:0] = [net.dlogits(p, a) for p, a in zip(probs, actions, strict=True)]
         piece.rewards[:0], piece.ends[:0] = [0.0] * len(inputs), [False] * len(inputs)

@@ -8,7 +8,7 @@ import pytest
 
 from pgmpi import ConfigError, NonFiniteError, ParallelPG, rollout
 from pgmpi.envs import PONG_DOWN, PONG_UP, Game, make_gym, pong_frame
-from pgmpi.networks import TwoLayerPolicy
+from pgmpi.networks import TwoLayerPolicy, dense, sparse
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.pg import PRESETS, discounted_returns, standardise
 
@@ -36,7 +36,7 @@ def test_gradient_matches_finite_differences(bernoulli):
     adv = rng.standard_normal(T)
     caches, dls, actions = [], [], []
     for t in range(T):
-        probs, (cache,) = net.forward([X[t]])
+        probs, (cache,) = net.forward([sparse(X[t])])
         a = int(rng.integers(n_actions))
         caches.append(cache), dls.append(net.dlogits(probs[0], a) * adv[t]), actions.append(a)
     grad = net.gradient(caches, np.array(dls, dtype=np.float32))
@@ -65,6 +65,7 @@ def test_batched_forward_gives_each_game_the_bits_it_gets_alone():
     net = TwoLayerPolicy(50, 8, 2, rng, bernoulli=True)
     xs = [(rng.integers(-1, 2, 50) * (rng.random(50) < 0.2)).astype(np.int8) for _ in range(5)]
     xs[2][:] = 0  # a first frame: no pixel set
+    xs = [sparse(x) for x in xs]
     together, caches = net.forward(xs)
     for x, row, cache in zip(xs, together, caches, strict=True):
         alone, (single,) = net.forward([x])
@@ -113,14 +114,14 @@ def test_adam_step_by_hand():
 def test_pong_preprocessing_on_real_ale_frames():
     env = Game("ALE/Pong-v5")
     env.new_game(seed=0)
-    first = env.x
-    assert first.shape == (6400,) and first.dtype == np.int8 and not first.any()
+    assert len(env.x[0]) == 0  # the first input: no difference yet
     counts = []
     for t in range(60):
         env.step(t % 2)
-        d = env.x
-        assert d.dtype == np.int8 and set(np.unique(d)) <= {-1, 0, 1}
-        counts.append(np.count_nonzero(d))
+        idx, vals = env.x
+        assert idx.dtype == np.int64 and vals.dtype == np.float32
+        assert set(np.unique(vals)) <= {-1.0, 1.0} and np.all(np.diff(idx) > 0)
+        counts.append(len(idx))
     x = pong_frame(env.env.unwrapped.ale.getScreenRGB()).reshape(80, 80)
     assert set(np.unique(x)) <= {0, 1}
     # Background erased: what is left is both paddles (columns 8-9 and 70-71) and the ball.
@@ -133,16 +134,24 @@ def test_pong_preprocessing_on_real_ale_frames():
 
 
 def test_direct_ale_step_is_gymnasiums_step():
+    # The Game reads palette indices and updates its frame where they change; gymnasium
+    # gives RGB frames. Both must give the post's inputs, bit for bit, over whole games.
+    Game._FOREGROUND[:] = -1  # learn the palette's colours afresh
     game, env = Game("ALE/Pong-v5"), make_gym("ALE/Pong-v5")
     game.new_game(seed=0)
-    env.reset(seed=0)
-    for t in range(400):
+    prev = pong_frame(env.reset(seed=0)[0])
+    for t in range(2500):
         a = (t // 7) % 2
         reward, _, over = game.step(a)
         obs, r, terminated, truncated, _ = env.step(PONG_UP if a == 0 else PONG_DOWN)
-        assert np.array_equal(game._screen, obs) and reward == r
+        cur = pong_frame(obs)
+        assert np.array_equal(dense(game.x, 6400), cur - prev) and reward == r
+        assert np.array_equal(game._prev, cur)
         assert over == (terminated or truncated)
-        assert np.array_equal(game._prev, pong_frame(obs))
+        prev = cur
+        if over:
+            game.new_game(seed=0)
+            prev = pong_frame(env.reset()[0])
 
 
 def test_rally_rule_ends_a_rally_at_every_point():
