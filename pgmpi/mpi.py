@@ -134,15 +134,20 @@ class ExactSum:
         # One flat buffer, so the reduction is one call: the sum, then the count of bad terms.
         self.buffer = np.zeros(n + 1, dtype=np.int64 if exact else np.float32)
 
-    def add(self, x: np.ndarray) -> None:
-        """Add one term (float array of length n) on this rank."""
+    def add(self, x: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """Add one term on this rank: a float array of length n; or, given ``rows``, a
+        term that is zero but at those (distinct) rows of the sum seen as (n // w, w)
+        rows, with x (len(rows), w) their values."""
         if not np.all(np.isfinite(x)) or np.abs(x).max(initial=0.0) >= self.limit:
             self.buffer[-1] += 1
-        elif self.exact:
-            nz = np.flatnonzero(x)  # a game's gradient is mostly zero rows of W1: skip them
-            self.buffer[nz] += np.rint(x[nz] * 2.0**FIXED_POINT_BITS).astype(np.int64)
+            return
+        total = self.buffer[:-1]
+        if rows is None:
+            rows = np.flatnonzero(x)  # a game's gradient is mostly zero: skip the zeros
+            x = x[rows]
         else:
-            self.buffer[:-1] += x
+            total = total.reshape(-1, x.shape[1])
+        total[rows] += np.rint(x * 2.0**FIXED_POINT_BITS).astype(np.int64) if self.exact else x
 
     def allreduce(self) -> tuple[np.ndarray, int]:
         """(float64 sum of every rank's terms, number of terms left out as bad). Collective."""

@@ -97,19 +97,30 @@ class TwoLayerPolicy:
         ]
         return probs, caches
 
-    def dlogits(self, probs: np.ndarray, action: int) -> np.ndarray:
-        """d log pi(action) / d logits for one step: ``y - p`` (sigmoid), ``onehot - probs``."""
-        if self.n_logits == 1:
-            return np.array([(action == 0) - probs[0]], dtype=np.float32)
-        g = -probs.astype(np.float32)
-        g[action] += 1.0
-        return g
+    def dlogits(self, probs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """d log pi(action) / d logits for S steps: ``y - p`` (sigmoid), ``onehot - probs``.
 
-    def gradient(self, caches: list, dlogits: np.ndarray) -> np.ndarray:
-        """Gradient of sum_t dlogits_t . logits_t w.r.t. the flat parameters.
+        Args:
+            probs: float32 (S, A) from :meth:`forward`; actions: int (S,).
+
+        Returns:
+            float32 (S, K).
+        """
+        actions = np.asarray(actions)
+        if self.n_logits == 1:
+            return ((actions == 0).astype(np.float32) - probs[:, 0])[:, None]
+        onehot = np.zeros(probs.shape, dtype=np.float32)
+        onehot[np.arange(len(actions)), actions] = 1.0
+        return onehot - probs
+
+    def gradient(self, caches: list, dlogits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient of sum_t dlogits_t . logits_t w.r.t. the parameters, as the rows it
+        touches: ``params`` seen as (D + K, H) rows (W1's D rows, then W2's H*K values).
 
         Pass ``dlogits`` already multiplied by the advantages: this is then the REINFORCE
-        gradient of one game's piece. No BLAS call is made (numpy's own loops, in a fixed
+        gradient of one game's piece. Only the rows of W1 for inputs that were ever non-zero
+        are touched (a few thousand of Pong's 6,400), so the gradient of a game is kept and
+        summed at those rows only. No BLAS call is made (numpy's own loops, in a fixed
         order), so the result does not depend on the BLAS thread count.
 
         Args:
@@ -117,19 +128,29 @@ class TwoLayerPolicy:
             dlogits: float32 (T, K).
 
         Returns:
-            float32 (D*H + H*K,), laid out like ``params``.
+            (rows int64 (R,), increasing; float32 (R, H)): the flat gradient is zero but
+            for ``grad.reshape(-1, H)[rows] = block`` (see :meth:`flat`).
         """
-        grad = np.zeros_like(self.params)
-        gW1 = grad[: self.W1.size].reshape(self.W1.shape)
-        gW2 = grad[self.W1.size :].reshape(self.W2.shape)
+        d, k = self.n_inputs, self.n_logits
         h = np.array([c[2] for c in caches], dtype=np.float32).reshape(-1, self.n_hidden)
-        gW2[:] = np.einsum("th,tk->hk", h, dlogits)
+        touched = np.unique(np.concatenate([c[0] for c in caches] + [np.zeros(0, np.int64)]))
+        rows = np.concatenate([touched, np.arange(d, d + k)])
+        block = np.zeros((len(rows), self.n_hidden), dtype=np.float32)
+        block[len(touched) :] = np.einsum("th,tk->hk", h, dlogits).reshape(k, -1)
         dh = np.einsum("tk,hk->th", dlogits, self.W2)
         dh[h <= 0] = 0.0
         # dW1[j] += x_t[j] * dh_t for the few non-zero j of each step: about 30 rows of W1
         # per Pong step, 5x faster than a sort-and-reduce over the piece and no extra memory.
-        for (idx, vals, _), d in zip(caches, dh, strict=True):
-            gW1[idx] += np.multiply.outer(vals, d)
+        where = np.empty(d, dtype=np.int64)
+        where[touched] = np.arange(len(touched))
+        for (idx, vals, _), g in zip(caches, dh, strict=True):
+            block[where[idx]] += np.multiply.outer(vals, g)
+        return rows, block
+
+    def flat(self, rows: np.ndarray, block: np.ndarray) -> np.ndarray:
+        """The float32 flat vector, laid out like ``params``, of a :meth:`gradient`."""
+        grad = np.zeros_like(self.params)
+        grad.reshape(-1, self.n_hidden)[rows] = block
         return grad
 
 

@@ -200,9 +200,9 @@ class ParallelPG:
         if slots < n:
             self._header += f"\nwarning: {n - slots} of {n} ranks idle: use slots >= {n}"
 
-    def _gradient(self, k: int, piece: rollout.Piece) -> np.ndarray | None:
+    def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
         """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
-        standardised discounted returns (None if no rally finished)."""
+        standardised discounted returns, as (rows, values) (None if no rally finished)."""
         self.open_rallies.prepend(k, piece, self.net)  # the last update's, at today's network
         cut = self.open_rallies.keep(k, piece)  # steps after the last point wait for it
         if cut == 0:
@@ -224,7 +224,7 @@ class ParallelPG:
         for k, piece in zip(self.mine, pieces, strict=True):
             grad = self._gradient(k, piece)
             if grad is not None:
-                total.add(grad)
+                total.add(grad[1], rows=grad[0])
         t2 = time.perf_counter()
         grad, bad = total.allreduce()  # the one collective of an update: sum every game's gradient
         t3 = time.perf_counter()

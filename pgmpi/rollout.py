@@ -61,14 +61,18 @@ def play(
             if not games[i].live:
                 games[i].new_game(rng.env_seed(streams[i]))
         probs, caches = net.forward([games[i].x for i in todo])  # every game in one pass
+        actions = [
+            int(np.argmax(p)) if greedy else sample(p, streams[i].random())
+            for p, i in zip(probs, todo, strict=True)
+        ]
+        dlogits = net.dlogits(probs, actions) if learn else probs
         still = []
-        for p, cache, i in zip(probs, caches, todo, strict=True):
+        for a, cache, dl, i in zip(actions, caches, dlogits, todo, strict=True):
             game, piece = games[i], pieces[i]
-            a = int(np.argmax(p)) if greedy else sample(p, streams[i].random())
             if learn:
                 piece.caches.append(cache)
                 piece.actions.append(a)
-                piece.dlogits.append(net.dlogits(p, a))
+                piece.dlogits.append(dl)
             reward, rally_over, game_over = game.step(a)
             piece.rewards.append(reward)
             piece.ends.append(rally_over)
@@ -99,7 +103,7 @@ class OpenRallies:
             return
         probs, caches = net.forward(inputs)
         piece.caches[:0], piece.actions[:0] = caches, actions
-        piece.dlogits[:0] = [net.dlogits(p, a) for p, a in zip(probs, actions, strict=True)]
+        piece.dlogits[:0] = list(net.dlogits(probs, actions))
         piece.rewards[:0], piece.ends[:0] = [0.0] * len(inputs), [False] * len(inputs)
 
     def keep(self, k: int, piece: Piece) -> int:

@@ -38,8 +38,8 @@ def test_gradient_matches_finite_differences(bernoulli):
     for t in range(T):
         probs, (cache,) = net.forward([sparse(X[t])])
         a = int(rng.integers(n_actions))
-        caches.append(cache), dls.append(net.dlogits(probs[0], a) * adv[t]), actions.append(a)
-    grad = net.gradient(caches, np.array(dls, dtype=np.float32))
+        caches.append(cache), dls.append(net.dlogits(probs, [a])[0] * adv[t]), actions.append(a)
+    grad = net.flat(*net.gradient(caches, np.array(dls, dtype=np.float32)))
     theta = net.params.astype(np.float64)
     d, hdim, k = 7, 5, net.n_logits
 
