@@ -17,7 +17,15 @@ import sys
 from pathlib import Path
 
 from pgmpi import PrunedGA, mpi
-from pgmpi.cli import ArgumentParser, fraction, positive_float, positive_int
+from pgmpi.cli import (
+    ArgumentParser,
+    fraction,
+    positive_float,
+    positive_int,
+    warn_ignored_on_resume,
+)
+
+ENV = "BipedalWalker-v3"
 
 
 def main() -> int:
@@ -57,16 +65,24 @@ def main() -> int:
     p.add_argument(
         "--checkpoint-every", type=positive_int, default=5, help="generations between saves (5)"
     )
-    p.add_argument("--resume", action="store_true", help="continue from LOG_DIR/checkpoint.npz")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from LOG_DIR/checkpoint.npz (a BipedalWalker one): its settings win over"
+        " the flags (those ignored are named); the limits and --checkpoint-every apply",
+    )
     p.add_argument("--quiet", action="store_true", help="print only the final line")
     args = p.parse_args()
 
     checkpoint = args.log_dir / "checkpoint.npz"
     if args.resume:
-        ga = PrunedGA.load(checkpoint, log_dir=args.log_dir, quiet=args.quiet)
+        ga = PrunedGA.load(checkpoint, env=ENV, log_dir=args.log_dir, quiet=args.quiet)
+        settings = {"hidden_sizes", "population_size", "episodes_per_individual", "seed",
+                    "elite_fraction", "prune_rate", "complexity_weight"}  # fmt: skip
+        warn_ignored_on_resume(args, p.given() & settings, ga.config)
     else:
         ga = PrunedGA(
-            env="BipedalWalker-v3",
+            env=ENV,
             hidden_sizes=args.hidden_sizes,
             population_size=args.population_size,
             episodes_per_individual=args.episodes_per_individual,

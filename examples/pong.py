@@ -19,7 +19,7 @@ Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
 from pathlib import Path
 
 from pgmpi import ParallelPG
-from pgmpi.cli import ArgumentParser, positive_float, positive_int
+from pgmpi.cli import ArgumentParser, positive_float, positive_int, warn_ignored_on_resume
 from pgmpi.pg import PRESETS
 
 
@@ -56,15 +56,18 @@ def main() -> None:
     p.add_argument(
         "--resume",
         action="store_true",
-        help="continue from LOG_DIR/checkpoint.npz; its settings win over the flags",
+        help="continue from LOG_DIR/checkpoint.npz (a Pong one): its settings win over the "
+        "flags (those ignored are named); the limits and --checkpoint-every apply",
     )
     args = p.parse_args()
 
     checkpoint = args.log_dir / "checkpoint.npz"
+    flags = ("hidden_size", "optimizer", "learning_rate", "slots", "steps_per_slot")
     if args.resume:
-        agent = ParallelPG.load(checkpoint, log_dir=args.log_dir)
+        agent = ParallelPG.load(checkpoint, env="ALE/Pong-v5", log_dir=args.log_dir)
+        settings = {*flags, "preset", "sticky_actions", "seed"}
+        warn_ignored_on_resume(args, p.given() & settings, agent.config)
     else:
-        flags = ("hidden_size", "optimizer", "learning_rate", "slots", "steps_per_slot")
         given = {k: getattr(args, k) for k in flags if getattr(args, k) is not None}
         agent = ParallelPG.from_preset(
             args.preset,

@@ -52,6 +52,25 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> 
     return path
 
 
+def writable_problem(path: str | os.PathLike | None) -> str | None:
+    """On the root, why a checkpoint could not be written to ``path`` (its folder is made
+    and a file written there and removed); None if it can, if ``path`` is None, or on
+    other ranks. Pass the result to :func:`pgmpi.mpi.agree` so every rank stops together."""
+    if path is None or not mpi.is_root():
+        return None
+    path = Path(path)
+    probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
+    try:
+        if path.is_dir():
+            return f"cannot write checkpoint {str(path)!r}: it is a folder"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return f"cannot write checkpoint {str(path)!r}: {e.strerror or e}"
+    return None
+
+
 def _read(path: Path, algorithm: str) -> tuple[dict, dict]:
     if not path.is_file():
         raise ValueError("no such file")
@@ -115,7 +134,9 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     """``load`` plus the constructor arguments to rebuild the object that was saved.
 
     ``overrides`` may replace the arguments that are not learning state: ``env`` (needed if it
-    was a factory), ``log_dir``, ``blas_threads`` and ``quiet``.
+    was a factory), ``log_dir``, ``blas_threads`` and ``quiet``. An ``env`` given as an id
+    must be the one the checkpoint was trained on: a script that expects Pong refuses a
+    CartPole checkpoint left in its log dir instead of training on it.
 
     Returns:
         (arrays, metadata, keyword arguments for the algorithm's constructor).
@@ -126,6 +147,12 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     unknown = sorted(set(overrides) - {"env", "log_dir", "blas_threads", "quiet"})
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")
+    env, trained_on = overrides.get("env"), meta["config"].get("env")
+    if isinstance(env, str) and env != trained_on:  # the same on every rank, as above
+        raise mpi.ConfigError(
+            f"checkpoint {str(path)!r} was trained on {trained_on!r}, not {env!r}; "
+            "nothing was changed (use another log dir, or the script for that env)"
+        )
     return arrays, meta, dict(meta["config"], **overrides)
 
 

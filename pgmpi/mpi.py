@@ -21,9 +21,12 @@ Failure semantics (see README "Guarantees"):
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 
 import numpy as np
 from mpi4py import MPI
@@ -204,6 +207,47 @@ def agree(settings: dict, problem: str | None = None) -> None:
                 by_value.setdefault(repr(v), []).append(r)
             held = "; ".join(f"{v} on ranks {rs}" for v, rs in by_value.items())
             raise ConfigError(f"setting {key!r} differs between ranks: {held}")
+
+
+_interrupt = {"requested": False}  # set by a Ctrl-C inside deferred_interrupts()
+
+
+@contextmanager
+def deferred_interrupts():
+    """Inside the block, Ctrl-C (SIGINT) only sets a flag that :func:`interrupt_requested`
+    reports, so training can stop at the next update boundary with every rank agreed and the
+    checkpoint saved. A second Ctrl-C raises KeyboardInterrupt at once, as usual.
+
+    Outside the main thread (where Python cannot take signals) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        if _interrupt["requested"]:  # the second Ctrl-C: the user will not wait
+            raise KeyboardInterrupt
+        _interrupt["requested"] = True
+
+    _interrupt["requested"] = False
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _interrupt["requested"] = False
+
+
+def interrupt_requested() -> bool:
+    """True on every rank if Ctrl-C reached any rank inside :func:`deferred_interrupts`
+    (each rank's flag as it stands when it calls this). Collective."""
+    flag = np.array([int(_interrupt["requested"])], dtype=np.int64)
+    return bool(allreduce_sum_(flag)[0])
+
+
+def barrier() -> None:
+    """Return once every rank has called this (waits interruptibly). Collective."""
+    _arrive()
 
 
 def _excepthook(kind, value, tb) -> None:
