@@ -63,6 +63,11 @@ def writable_problem(path: str | os.PathLike | None) -> str | None:
     try:
         if path.is_dir():
             return f"cannot write checkpoint {str(path)!r}: it is a folder"
+        above = next(p for p in path.parents if p.exists())
+        if not above.is_dir():
+            return (
+                f"cannot write checkpoint {str(path)!r}: {str(above)!r} exists and is not a folder"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"")
         probe.unlink()
