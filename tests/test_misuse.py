@@ -245,3 +245,42 @@ def test_checkpoint_writable_problem_names_the_path(tmp_path):
     assert (tmp_path / "new").is_dir() and os.listdir(tmp_path / "new") == []
     (tmp_path / "folder.npz").mkdir()
     assert "it is a folder" in checkpoint.writable_problem(tmp_path / "folder.npz")
+
+
+# ---------------------------------------------------------------- Ctrl-C
+def _ctrl_c_at(step: int, times: int = 1):
+    """A callback that sends this process SIGINT (a real Ctrl-C) after update ``step``."""
+    count = []
+
+    def callback(row):
+        count.append(row)
+        if len(count) == step:
+            for _ in range(times):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.01)  # let the handler run before the next signal
+
+    return callback
+
+
+def test_ctrl_c_in_training_saves_at_the_end_of_the_update(tmp_path):
+    ck = tmp_path / "ck.npz"
+    agent = _cartpole()
+    with pytest.raises(KeyboardInterrupt):
+        agent.train(updates=100, checkpoint_path=ck, checkpoint_every=50, callback=_ctrl_c_at(3))
+    assert agent.update == 3 and ParallelPG.load(ck).update == 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+    ga = _ga()
+    with pytest.raises(KeyboardInterrupt):
+        ga.train(generations=100, checkpoint_path=tmp_path / "ga.npz", checkpoint_every=50,
+                 callback=_ctrl_c_at(2))  # fmt: skip
+    assert ga.generation == 2 and PrunedGA.load(tmp_path / "ga.npz").generation == 2
+
+
+def test_a_second_ctrl_c_stops_at_once_without_saving(tmp_path):
+    ck = tmp_path / "ck.npz"
+    agent = _cartpole()
+    with pytest.raises(KeyboardInterrupt):
+        agent.train(updates=100, checkpoint_path=ck, checkpoint_every=50,
+                    callback=_ctrl_c_at(2, times=2))  # fmt: skip
+    assert not ck.exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
