@@ -12,8 +12,10 @@ exactly 512 agent steps per update (a rally still open carries over to the next 
 Adam with learning rate 2e-3 on the mean gradient. "karpathy" is the post's: 10 whole games
 per update, summed gradient, RMSProp 1e-4. Any flag given replaces the preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
---checkpoint-every updates and at the end, and writes LOG_DIR/progress.csv (plot it with
-``python -m pgmpi.plot LOG_DIR``).
+--checkpoint-every updates, at the end, and on Ctrl-C (at the end of the update under way;
+press it twice to stop at once), and writes LOG_DIR/progress.csv (plot it with
+``python -m pgmpi.plot LOG_DIR``). One run at a time may use a log dir. --resume continues
+only a Pong checkpoint, with its settings: the settings flags it ignores are named.
 """
 
 from pathlib import Path
