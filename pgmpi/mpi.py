@@ -228,13 +228,16 @@ def deferred_interrupts():
         if _interrupt["requested"]:  # the second Ctrl-C: the user will not wait
             raise KeyboardInterrupt
         _interrupt["requested"] = True
+        if is_root():  # os.write, not print: a handler may run in the middle of a print
+            os.write(2, b"pgmpi: stopping at the end of this update (Ctrl-C again: at once)\n")
 
     _interrupt["requested"] = False
     previous = signal.signal(signal.SIGINT, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        # None: a handler set outside Python, which cannot be put back; use Python's default
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
         _interrupt["requested"] = False
 
 

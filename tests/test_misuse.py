@@ -262,12 +262,13 @@ def _ctrl_c_at(step: int, times: int = 1):
     return callback
 
 
-def test_ctrl_c_in_training_saves_at_the_end_of_the_update(tmp_path):
+def test_ctrl_c_in_training_saves_at_the_end_of_the_update(tmp_path, capfd):
     ck = tmp_path / "ck.npz"
     agent = _cartpole()
     with pytest.raises(KeyboardInterrupt):
         agent.train(updates=100, checkpoint_path=ck, checkpoint_every=50, callback=_ctrl_c_at(3))
     assert agent.update == 3 and ParallelPG.load(ck).update == 3
+    assert "stopping at the end of this update (Ctrl-C again: at once)" in capfd.readouterr().err
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
     ga = _ga()
     with pytest.raises(KeyboardInterrupt):
