@@ -16,6 +16,9 @@ Failure semantics (see README "Guarantees"):
   uncaught one is printed once, by the root, and every rank exits with status 1.
 * Any other uncaught exception on any rank prints its traceback labelled with the rank and
   calls ``MPI_Abort``, so the job ends promptly instead of hanging in the next collective.
+* Inside :func:`deferred_interrupts` (the training loops), Ctrl-C only sets a flag; the
+  ranks agree on it with :func:`interrupt_requested` at an update boundary, save, and raise
+  KeyboardInterrupt together, which ends the job with status 130.
 """
 
 from __future__ import annotations
