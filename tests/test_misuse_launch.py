@@ -15,7 +15,7 @@ import time
 import pytest
 from launch import run_mpi, started_mpi, wait_for
 
-from pgmpi import ParallelPG, checkpoint
+from pgmpi import ParallelPG, PrunedGA, checkpoint
 
 pytestmark = pytest.mark.launcher
 PONG = ["examples/pong.py", "--preset", "karpathy", "--slots", "2", "--hidden-size", "8"]
@@ -79,6 +79,25 @@ def test_resume_names_the_flags_it_ignores(tmp_path):
     )
     assert proc.stdout.count(warning) == 1, proc.stdout  # --hidden-size 8 agrees: not named
     assert ParallelPG.load(tmp_path / "checkpoint.npz", quiet=True).update == 2  # limit applied
+
+
+def test_bipedal_walker_resume_refuses_cartpole_and_names_ignored_flags(tmp_path):
+    ga = PrunedGA(env="CartPole-v1", hidden_sizes=[2], population_size=4,
+                  episodes_per_individual=1, quiet=True)  # fmt: skip
+    ga.train(generations=1, checkpoint_path=tmp_path / "cartpole" / "checkpoint.npz")
+    walker = ["examples/bipedal_walker.py", "--resume", "--log-dir"]
+    refused = run_mpi(2, [*walker, str(tmp_path / "cartpole")], timeout=120)
+    _one_clear_error(refused, "was trained on 'CartPole-v1', not 'BipedalWalker-v3'")
+    small = ["--population-size", "6", "--episodes-per-individual", "1", "--hidden-sizes", "8"]
+    first = run_mpi(2, ["examples/bipedal_walker.py", *small, "--generations", "1",
+                        "--log-dir", str(tmp_path / "w")], timeout=300)  # fmt: skip
+    assert first.returncode == 0, first.stderr[-3000:]
+    resumed = run_mpi(2, [*walker, str(tmp_path / "w"), *small, "--seed", "4",
+                          "--generations", "2"], timeout=300)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    warning = "ignored: --seed 4 (the checkpoint's: 0)\n"
+    assert resumed.stdout.count(warning) == 1, resumed.stdout
+    assert PrunedGA.load(tmp_path / "w" / "checkpoint.npz", quiet=True).generation == 2
 
 
 def test_a_log_dir_that_is_a_file_is_one_clear_error_on_two_ranks(tmp_path):
