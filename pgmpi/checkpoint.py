@@ -52,13 +52,32 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> 
     return path
 
 
-def writable_problem(path: str | os.PathLike | None) -> str | None:
+def writable_problem(
+    path: str | os.PathLike | None, algorithm: str | None = None, env: str | None = None
+) -> str | None:
     """On the root, why a checkpoint could not be written to ``path`` (its folder is made
     and a file written there and removed); None if it can, if ``path`` is None, or on
-    other ranks. Pass the result to :func:`pgmpi.mpi.agree` so every rank stops together."""
+    other ranks. Pass the result to :func:`pgmpi.mpi.agree` so every rank stops together.
+
+    With ``algorithm`` and ``env``, a pgmpi checkpoint already at ``path`` that another
+    algorithm or env wrote is a problem too: a CartPole run pointed at a Pong run's folder
+    must not replace its checkpoint. (One of the same algorithm and env is replaced.)
+    """
     if path is None or not mpi.is_root():
         return None
     path = Path(path)
+    if algorithm is not None and path.is_file() and zipfile.is_zipfile(path):
+        try:
+            with np.load(path, allow_pickle=False) as data:  # reads only the metadata
+                meta = json.loads(data[_META].tobytes().decode())
+            theirs = (meta.get("algorithm"), meta.get("config", {}).get("env"))
+        except Exception:  # not a pgmpi checkpoint, or unreadable: nothing to protect
+            theirs = (algorithm, env)
+        if theirs != (algorithm, env):
+            return (
+                f"checkpoint {str(path)!r} holds a {theirs[0]} run on {theirs[1]!r}; this "
+                f"{algorithm} run on {env!r} would replace it: choose another log dir or path"
+            )
     probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
     try:
         if path.is_dir():

@@ -264,7 +264,9 @@ class PrunedGA:
         """
         limits = dict(generations=generations, minutes=minutes)
         problem = check_limits(limits, target_return, checkpoint_every, callback)
-        problem = problem or checkpoint.writable_problem(checkpoint_path)
+        problem = problem or checkpoint.writable_problem(
+            checkpoint_path, self.algorithm, self.config["env"]
+        )
         mpi.agree(dict(limits, target_return=target_return), problem)  # before any file changes
         log, start = self._logger(), time.perf_counter()
         if generations is None and minutes is None and target_return is None:

@@ -287,7 +287,9 @@ class ParallelPG:
         """
         limits = dict(updates=updates, episodes=episodes, minutes=minutes)
         problem = check_limits(limits, target_return, checkpoint_every, callback)
-        problem = problem or checkpoint.writable_problem(checkpoint_path)
+        problem = problem or checkpoint.writable_problem(
+            checkpoint_path, self.algorithm, self.config["env"]
+        )
         mpi.agree(dict(limits, target_return=target_return), problem)  # before any file changes
         log = self._logger()
         if (updates, episodes, minutes, target_return) == (None, None, None, None):

@@ -239,6 +239,21 @@ def test_load_refuses_a_checkpoint_of_another_env(tmp_path):
     assert ck.read_bytes() == before
 
 
+def test_a_fresh_run_does_not_replace_a_checkpoint_of_another_env_or_algorithm(tmp_path):
+    ck = tmp_path / "checkpoint.npz"
+    _cartpole().train(updates=1, checkpoint_path=ck)
+    before = ck.read_bytes()
+    other_env = _cartpole(env=_endless_mountain_car, max_episode_steps=20, log_dir=tmp_path)
+    with pytest.raises(ConfigError, match="holds a ParallelPG run on 'CartPole-v1'; this "
+                       "ParallelPG run on 'MountainCar-v0' would replace it"):  # fmt: skip
+        other_env.train(updates=1, checkpoint_path=ck)
+    with pytest.raises(ConfigError, match="this PrunedGA run on 'CartPole-v1' would replace it"):
+        _ga().train(generations=1, checkpoint_path=ck)
+    assert ck.read_bytes() == before and not (tmp_path / "progress.csv").exists()
+    _cartpole(seed=4).train(updates=2, checkpoint_path=ck)  # the same env and algorithm may
+    assert ParallelPG.load(ck).update == 2
+
+
 def test_checkpoint_writable_problem_names_the_path(tmp_path):
     assert checkpoint.writable_problem(None) is None
     assert checkpoint.writable_problem(tmp_path / "new" / "ck.npz") is None

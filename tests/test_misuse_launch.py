@@ -66,6 +66,18 @@ def test_resume_refuses_a_checkpoint_of_another_env_and_changes_nothing(tmp_path
     assert ck.read_bytes() == before and not (tmp_path / "progress.csv").exists()
 
 
+def test_cartpole_example_does_not_replace_a_pong_checkpoint(tmp_path):
+    ck = tmp_path / "checkpoint.npz"
+    ParallelPG(hidden_size=8, slots=1, steps_per_slot=10, quiet=True).train(
+        updates=1, checkpoint_path=ck
+    )
+    before = ck.read_bytes()
+    proc = run_mpi(2, ["examples/cartpole.py", "--log-dir", str(tmp_path)], timeout=120)
+    _one_clear_error(proc, "holds a ParallelPG run on 'ALE/Pong-v5'; this ParallelPG run on "
+                     "'CartPole-v1' would replace it")  # fmt: skip
+    assert ck.read_bytes() == before and not (tmp_path / "progress.csv").exists()
+
+
 def test_resume_names_the_flags_it_ignores(tmp_path):
     first = run_mpi(2, [*PONG, "--updates", "1", "--log-dir", str(tmp_path)], timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]
