@@ -6,8 +6,10 @@
 
 Hidden layers of 8 and 8 tanh units, 138 individuals, 8 episodes each, 200 generations. The
 population, best network, mutation rate and fitness history are saved to
-LOG_DIR/checkpoint.npz every --checkpoint-every generations and when training stops;
---resume continues from that file, with its settings, exactly as an uninterrupted run would.
+LOG_DIR/checkpoint.npz every --checkpoint-every generations and when training stops
+(Ctrl-C too: at the end of the generation under way; twice to stop at once); --resume
+continues from that file (a BipedalWalker one), with its settings, exactly as an
+uninterrupted run would, naming the settings flags it ignores.
 --generations counts from the start of the run (resumes included); --minutes bounds this
 invocation. At the end the best network plays 10 new episodes. A generation costs up to
 138 x 8 x 1,600 steps once walkers stop falling over: use every core you have.
@@ -17,7 +19,15 @@ import sys
 from pathlib import Path
 
 from pgmpi import PrunedGA, mpi
-from pgmpi.cli import ArgumentParser, fraction, positive_float, positive_int
+from pgmpi.cli import (
+    ArgumentParser,
+    fraction,
+    positive_float,
+    positive_int,
+    warn_ignored_on_resume,
+)
+
+ENV = "BipedalWalker-v3"
 
 
 def main() -> int:
@@ -57,16 +67,24 @@ def main() -> int:
     p.add_argument(
         "--checkpoint-every", type=positive_int, default=5, help="generations between saves (5)"
     )
-    p.add_argument("--resume", action="store_true", help="continue from LOG_DIR/checkpoint.npz")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from LOG_DIR/checkpoint.npz (a BipedalWalker one): its settings win over"
+        " the flags (those ignored are named); the limits and --checkpoint-every apply",
+    )
     p.add_argument("--quiet", action="store_true", help="print only the final line")
     args = p.parse_args()
 
     checkpoint = args.log_dir / "checkpoint.npz"
     if args.resume:
-        ga = PrunedGA.load(checkpoint, log_dir=args.log_dir, quiet=args.quiet)
+        ga = PrunedGA.load(checkpoint, env=ENV, log_dir=args.log_dir, quiet=args.quiet)
+        settings = {"hidden_sizes", "population_size", "episodes_per_individual", "seed",
+                    "elite_fraction", "prune_rate", "complexity_weight"}  # fmt: skip
+        warn_ignored_on_resume(args, p.given() & settings, ga.config)
     else:
         ga = PrunedGA(
-            env="BipedalWalker-v3",
+            env=ENV,
             hidden_sizes=args.hidden_sizes,
             population_size=args.population_size,
             episodes_per_individual=args.episodes_per_individual,

@@ -12,14 +12,16 @@ exactly 512 agent steps per update (a rally still open carries over to the next 
 Adam with learning rate 2e-3 on the mean gradient. "karpathy" is the post's: 10 whole games
 per update, summed gradient, RMSProp 1e-4. Any flag given replaces the preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
---checkpoint-every updates and at the end, and writes LOG_DIR/progress.csv (plot it with
-``python -m pgmpi.plot LOG_DIR``).
+--checkpoint-every updates, at the end, and on Ctrl-C (at the end of the update under way;
+press it twice to stop at once), and writes LOG_DIR/progress.csv (plot it with
+``python -m pgmpi.plot LOG_DIR``). One run at a time may use a log dir. --resume continues
+only a Pong checkpoint, with its settings: the settings flags it ignores are named.
 """
 
 from pathlib import Path
 
 from pgmpi import ParallelPG
-from pgmpi.cli import ArgumentParser, positive_float, positive_int
+from pgmpi.cli import ArgumentParser, positive_float, positive_int, warn_ignored_on_resume
 from pgmpi.pg import PRESETS
 
 
@@ -56,15 +58,18 @@ def main() -> None:
     p.add_argument(
         "--resume",
         action="store_true",
-        help="continue from LOG_DIR/checkpoint.npz; its settings win over the flags",
+        help="continue from LOG_DIR/checkpoint.npz (a Pong one): its settings win over the "
+        "flags (those ignored are named); the limits and --checkpoint-every apply",
     )
     args = p.parse_args()
 
     checkpoint = args.log_dir / "checkpoint.npz"
+    flags = ("hidden_size", "optimizer", "learning_rate", "slots", "steps_per_slot")
     if args.resume:
-        agent = ParallelPG.load(checkpoint, log_dir=args.log_dir)
+        agent = ParallelPG.load(checkpoint, env="ALE/Pong-v5", log_dir=args.log_dir)
+        settings = {*flags, "preset", "sticky_actions", "seed"}
+        warn_ignored_on_resume(args, p.given() & settings, agent.config)
     else:
-        flags = ("hidden_size", "optimizer", "learning_rate", "slots", "steps_per_slot")
         given = {k: getattr(args, k) for k in flags if getattr(args, k) is not None}
         agent = ParallelPG.from_preset(
             args.preset,

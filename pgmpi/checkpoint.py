@@ -52,6 +52,49 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> 
     return path
 
 
+def writable_problem(
+    path: str | os.PathLike | None, algorithm: str | None = None, env: str | None = None
+) -> str | None:
+    """On the root, why a checkpoint could not be written to ``path`` (its folder is made
+    and a file written there and removed); None if it can, if ``path`` is None, or on
+    other ranks. Pass the result to :func:`pgmpi.mpi.agree` so every rank stops together.
+
+    With ``algorithm`` and ``env``, a pgmpi checkpoint already at ``path`` that another
+    algorithm or env wrote is a problem too: a CartPole run pointed at a Pong run's folder
+    must not replace its checkpoint. (One of the same algorithm and env is replaced.)
+    """
+    if path is None or not mpi.is_root():
+        return None
+    path = Path(path)
+    if algorithm is not None and path.is_file() and zipfile.is_zipfile(path):
+        try:
+            with np.load(path, allow_pickle=False) as data:  # reads only the metadata
+                meta = json.loads(data[_META].tobytes().decode())
+            theirs = (meta.get("algorithm"), meta.get("config", {}).get("env"))
+        except Exception:  # not a pgmpi checkpoint, or unreadable: nothing to protect
+            theirs = (algorithm, env)
+        if theirs != (algorithm, env):
+            return (
+                f"checkpoint {str(path)!r} holds a {theirs[0]} run on {theirs[1]!r}; this "
+                f"{algorithm} run on {env!r} would replace it: choose another log dir or path"
+            )
+    probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
+    try:
+        if path.is_dir():
+            return f"cannot write checkpoint {str(path)!r}: it is a folder"
+        above = next(p for p in path.parents if p.exists())
+        if not above.is_dir():
+            return (
+                f"cannot write checkpoint {str(path)!r}: {str(above)!r} exists and is not a folder"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return f"cannot write checkpoint {str(path)!r}: {e.strerror or e}"
+    return None
+
+
 def _read(path: Path, algorithm: str) -> tuple[dict, dict]:
     if not path.is_file():
         raise ValueError("no such file")
@@ -115,7 +158,9 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     """``load`` plus the constructor arguments to rebuild the object that was saved.
 
     ``overrides`` may replace the arguments that are not learning state: ``env`` (needed if it
-    was a factory), ``log_dir``, ``blas_threads`` and ``quiet``.
+    was a factory), ``log_dir``, ``blas_threads`` and ``quiet``. An ``env`` given as an id
+    must be the one the checkpoint was trained on: a script that expects Pong refuses a
+    CartPole checkpoint left in its log dir instead of training on it.
 
     Returns:
         (arrays, metadata, keyword arguments for the algorithm's constructor).
@@ -126,6 +171,12 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     unknown = sorted(set(overrides) - {"env", "log_dir", "blas_threads", "quiet"})
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")
+    env, trained_on = overrides.get("env"), meta["config"].get("env")
+    if isinstance(env, str) and env != trained_on:  # the same on every rank, as above
+        raise mpi.ConfigError(
+            f"checkpoint {str(path)!r} was trained on {trained_on!r}, not {env!r}; "
+            "nothing was changed (use another log dir, or the script for that env)"
+        )
     return arrays, meta, dict(meta["config"], **overrides)
 
 

@@ -23,6 +23,35 @@ class ArgumentParser(argparse.ArgumentParser):
         if mpi.is_root():
             super()._print_message(message, file)
 
+    def given(self, argv: list[str] | None = None) -> set[str]:
+        """The names (``dest``) of the flags given on the command line, defaults aside."""
+        saved = [(action, action.default) for action in self._actions]
+        for action, _ in saved:
+            action.default = argparse.SUPPRESS
+        try:
+            return set(vars(self.parse_args(argv)))
+        finally:
+            for action, default in saved:
+                action.default = default
+
+
+def warn_ignored_on_resume(args: argparse.Namespace, given: set[str], config: dict) -> None:
+    """Print, on the root, the settings flags given with ``--resume`` that differ from the
+    checkpoint's ``config`` (which wins); ``given``: the flags to check, among those given.
+    A flag that is not a key of ``config`` (a preset) is always named."""
+    ignored = [
+        f"--{k.replace('_', '-')} {getattr(args, k)}"
+        + (f" (the checkpoint's: {config[k]})" if k in config else "")
+        for k in sorted(given)
+        if k not in config or config[k] != getattr(args, k)
+    ]
+    if ignored and mpi.is_root():
+        print(
+            "warning: --resume continues with the checkpoint's settings; ignored: "
+            + ", ".join(ignored),
+            flush=True,
+        )
+
 
 def positive_int(text: str) -> int:
     """An int >= 1."""

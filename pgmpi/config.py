@@ -30,3 +30,25 @@ def first_problem(checks: list[tuple]) -> str | None:
         if not ok:
             return f"{name} must be {expected}, got {value!r}"
     return None
+
+
+def check_limits(limits: dict, target_return, checkpoint_every, callback) -> str | None:
+    """The first problem with a ``train`` call's arguments, or None.
+
+    ``limits`` maps each limit's name to its value: None, or > 0 (``minutes`` a finite
+    number, the others ints). NaN, negative and zero limits are refused, so a typo cannot
+    turn into "no limit" or "train once".
+    """
+    checks = [
+        (v is None or ((is_real(v) if k == "minutes" else is_int(v)) and v > 0), k, v,
+         "None or a finite number > 0" if k == "minutes" else "None or an int >= 1")
+        for k, v in limits.items()
+    ]  # fmt: skip
+    return first_problem([
+        *checks,
+        (target_return is None or is_real(target_return), "target_return", target_return,
+         "None or a finite number"),
+        (is_int(checkpoint_every) and checkpoint_every >= 1, "checkpoint_every",
+         checkpoint_every, "an int >= 1"),
+        (callback is None or callable(callback), "callback", callback, "None or a function"),
+    ])  # fmt: skip

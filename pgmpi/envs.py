@@ -72,6 +72,9 @@ class Game:
         sticky: Pong only: ALE v5's sticky actions (``repeat_action_probability=0.25``).
             Their random stream is seeded at the first ``new_game`` and then runs on from
             game to game (a seeded reset costs 0.17 s); snapshots carry it.
+        max_steps: end a game after this many agent steps (truncated, as a time limit
+            would), or None for no cap. Envs without a time limit need one: a good policy
+            could otherwise play one game forever.
 
     Attributes:
         n_inputs, n_actions, is_pong, env_id.
@@ -80,8 +83,10 @@ class Game:
         live: a game is in progress (False before the first ``new_game`` and after its end).
     """
 
-    def __init__(self, env: str | Callable, sticky: bool = False):
+    def __init__(self, env: str | Callable, sticky: bool = False, max_steps: int | None = None):
         import gymnasium as gym
+
+        self.max_steps = max_steps
 
         self.env_id = env if isinstance(env, str) else None
         self.is_pong = self.env_id == PONG_ID
@@ -143,8 +148,10 @@ class Game:
         else:
             obs, reward, terminated, truncated, _ = self.env.step(action)
             self.x = sparse(np.asarray(obs, dtype=np.float32))
-        over = bool(terminated or truncated)
-        self.score, self.length, self.live = self.score + reward, self.length + 1, not over
+        self.length += 1
+        capped = self.max_steps is not None and self.length >= self.max_steps
+        over = bool(terminated or truncated or capped)
+        self.score, self.live = self.score + reward, not over
         return float(reward), over or (self.is_pong and reward != 0), over
 
     # The post's 0/1 foreground of each palette index, learnt from RGB frames (-1: not seen

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, mpi, rng, threads
-from pgmpi.config import first_problem, is_int, is_real
+from pgmpi.config import check_limits, first_problem, is_int, is_real
 from pgmpi.envs import make_gym
 from pgmpi.logger import Logger, run_header
 from pgmpi.networks import PrunedNetwork
@@ -63,6 +63,8 @@ class PrunedGA:
         elite_fraction: share of a generation kept unchanged (0.125).
         prune_rate: pruning probability of generation 0 (0.25); later rates adapt.
         complexity_weight: weight of the connections-kept penalty (1 in the original).
+        max_episode_steps: an episode that reaches this many steps ends there, truncated
+            (envs without a time limit would otherwise run forever).
         seed: root seed of every random stream in the run.
         log_dir: folder for ``progress.csv``; None to print only.
         blas_threads: BLAS threads per rank; None means cores per node / ranks per node.
@@ -91,6 +93,7 @@ class PrunedGA:
         elite_fraction: float = 0.125,
         prune_rate: float = 0.25,
         complexity_weight: float = 1.0,
+        max_episode_steps: int = 27_000,
         seed: int = 0,
         log_dir: str | Path | None = None,
         blas_threads: int | None = None,
@@ -104,6 +107,12 @@ class PrunedGA:
                 (ok_h, "hidden_sizes", h, "a list of ints >= 1"),
                 (is_int(E) and E >= 1, "episodes_per_individual", E, "an int >= 1"),
                 (is_real(w) and w >= 0, "complexity_weight", w, "a number >= 0"),
+                (
+                    is_int(max_episode_steps) and max_episode_steps >= 1,
+                    "max_episode_steps",
+                    max_episode_steps,
+                    "an int >= 1",
+                ),
                 (b is None or (is_int(b) and b >= 1), "blas_threads", b, "None or an int >= 1"),
             ]
         )
@@ -121,6 +130,7 @@ class PrunedGA:
             elite_fraction=elite_fraction,
             prune_rate=prune_rate,
             complexity_weight=w,
+            max_episode_steps=max_episode_steps,
             seed=seed,
         )
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
@@ -163,15 +173,17 @@ class PrunedGA:
         Box2D envs carry state from one episode into the next, so reusing one would make the
         results depend on which individuals this rank happened to play before."""
         env, total, steps, act = make_gym(self._env), 0.0, 0, self.net.act
+        cap = self.config["max_episode_steps"]
         for _ in range(episodes):
             obs, _ = env.reset(seed=rng.env_seed(stream))
-            done = False
+            done, length = False, 0
             while not done:
                 a = act(weights, obs)
                 if self._bounds is not None:  # tanh's (-1, 1) stretched onto the env's bounds
                     a = self._bounds[0] + (a + 1) * (self._bounds[1] - self._bounds[0]) / 2
                 obs, r, terminated, truncated, _ = env.step(a)
-                total, steps, done = total + float(r), steps + 1, terminated or truncated
+                total, steps, length = total + float(r), steps + 1, length + 1
+                done = terminated or truncated or length >= cap
         env.close()
         return total, steps
 
@@ -241,13 +253,33 @@ class PrunedGA:
             checkpoint_path: save here every ``checkpoint_every`` generations and at the end.
             callback: called on every rank after every generation with the logged row.
 
-        With no limit at all, trains until interrupted. Collective: every rank must call this.
+        With no limit at all, trains until interrupted; a limit already reached returns at
+        once. Ctrl-C stops at the end of the generation under way: every rank agrees, the
+        checkpoint is saved (with ``checkpoint_path``), then KeyboardInterrupt is raised; a
+        second Ctrl-C raises at once. Collective: every rank must call this.
+
+        Raises:
+            ConfigError: on every rank, if a limit is not None or a valid number, or the
+                checkpoint or log dir cannot be written, or another run holds the log dir.
         """
-        if not (is_int(checkpoint_every) and checkpoint_every >= 1):  # the same on every rank
-            raise mpi.ConfigError(f"checkpoint_every must be an int >= 1, got {checkpoint_every!r}")
+        limits = dict(generations=generations, minutes=minutes)
+        problem = check_limits(limits, target_return, checkpoint_every, callback)
+        problem = problem or checkpoint.writable_problem(
+            checkpoint_path, self.algorithm, self.config["env"]
+        )
+        mpi.agree(dict(limits, target_return=target_return), problem)  # before any file changes
         log, start = self._logger(), time.perf_counter()
         if generations is None and minutes is None and target_return is None:
             log.print("no limit given: training until interrupted")
+        if generations is not None and self.generation >= generations:
+            log.print(f"the limit of {generations} generations already reached: nothing to train")
+        with mpi.deferred_interrupts():  # Ctrl-C waits for the end of the generation
+            self._train(log, start, generations, minutes, target_return, checkpoint_path,
+                        checkpoint_every, callback)  # fmt: skip
+        return self
+
+    def _train(self, log, start, generations, minutes, target_return, checkpoint_path,
+               checkpoint_every, callback) -> None:  # fmt: skip
         while generations is None or self.generation < generations:
             row, stop = self._generation(start, minutes)
             log.log(row, self._log_line(row))
@@ -261,7 +293,14 @@ class PrunedGA:
                 self.save(checkpoint_path)
             if stop:
                 break
-        return self
+            if mpi.interrupt_requested():  # Ctrl-C on any rank: all stop here, together
+                if checkpoint_path is not None:
+                    self.save(checkpoint_path)
+                    log.print(
+                        f"interrupted: saved {checkpoint_path} at generation {self.generation}"
+                    )
+                mpi.barrier()  # the root's write is complete before any rank exits
+                raise KeyboardInterrupt
 
     @staticmethod
     def _log_line(r: dict) -> str:
@@ -293,8 +332,20 @@ class PrunedGA:
         """Mean return of ``mask`` (default: the best ever, or before any generation the first
         individual) over ``episodes`` new episodes shared out over ranks.
 
+        Raises:
+            ConfigError: on every rank, if ``episodes`` is not an int >= 1 or ``mask`` is not
+                an array of 0/1 or bools with one entry per connection.
+
         Collective: every rank must call this.
         """
+        n = self.net.n_weights
+        shape = None if mask is None else np.shape(mask)
+        ok_mask = mask is None or (shape == (n,) and np.isin(mask, (0, 1)).all())
+        problem = first_problem([
+            (is_int(episodes) and episodes >= 1, "episodes", episodes, "an int >= 1"),
+            (ok_mask, "mask", f"an array of shape {shape}", f"0/1 or bool of shape ({n},)"),
+        ])  # fmt: skip
+        mpi.agree(dict(episodes=episodes), problem)
         self._evaluations += 1
         if mask is None:
             told = self.optimizer.best_fitness > -np.inf

@@ -4,11 +4,19 @@ The logger owns the "am I the root?" check, so algorithm code logs on every rank
 root prints or writes (as in Spinning Up's ``logx``). Keys are namespaced like CleanRL's
 (``charts/running_reward``, ``perf/steps_per_s``); the CSV in ``log_dir/progress.csv`` has
 one column per key and is what ``pgmpi.plot`` reads.
+
+A run holds a lock on its log dir (``fcntl.flock`` on ``LOG_DIR/.lock``, which the OS drops
+when the process ends, however it ends), so a second run there is refused, naming the first,
+instead of interleaving rows into its CSV and overwriting its checkpoint.
 """
 
 from __future__ import annotations
 
 import csv
+import fcntl
+import os
+import socket
+import time
 from pathlib import Path
 
 from pgmpi import mpi
@@ -19,22 +27,34 @@ class Logger:
     """Prints and records rows of metrics on the root rank; silent elsewhere.
 
     Args:
-        log_dir: folder for ``progress.csv`` (created on the root), or None for print only.
+        log_dir: folder for ``progress.csv`` (created and locked by the root), or None for
+            print only.
         resume: append to an existing ``progress.csv`` instead of starting a new one.
         quiet: write the CSV but print nothing.
+
+    Raises:
+        ConfigError: on every rank, if the log dir cannot be made or written, or another
+            run holds it.
+
+    Collective: every rank must call this.
     """
 
     def __init__(self, log_dir: str | Path | None, resume: bool = False, quiet: bool = False):
         self.path = Path(log_dir) / "progress.csv" if log_dir is not None else None
         self.quiet = quiet
         self._columns: list[str] | None = None
+        problem = None
         if self.path is not None and mpi.is_root():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            if resume and self.path.exists():
-                with open(self.path, newline="") as f:
-                    self._columns = next(csv.reader(f), None)
-            elif self.path.exists():
-                self.path.unlink()
+            problem = lock_log_dir(self.path.parent)
+            try:
+                if problem is None and resume and self.path.exists():
+                    with open(self.path, newline="") as f:
+                        self._columns = next(csv.reader(f), None)
+                elif problem is None and self.path.exists():
+                    self.path.unlink()
+            except OSError as e:
+                problem = f"cannot use log dir {str(self.path.parent)!r}: {e}"
+        mpi.agree({}, problem)  # a bad log dir stops every rank here, before anything is written
 
     def print(self, text: str) -> None:
         """Print ``text`` on the root rank."""
@@ -64,6 +84,47 @@ class Logger:
             return
         lines = self.path.read_text().splitlines(keepends=True)
         self.path.write_text("".join(lines[: rows + 1]))
+
+
+LOCK_NAME = ".lock"
+_held: dict[str, int] = {}  # log dirs this process has locked: resolved path -> lock file fd
+
+
+def lock_log_dir(folder: str | Path) -> str | None:
+    """Make ``folder`` and lock it for this process until it exits; the problem, or None.
+
+    The lock file holds the host, pid and start time of the run holding it, for the message
+    another run gets. A process may lock the same folder again (a resumed agent in the same
+    script). ``flock`` is per host on some network file systems; the message then still
+    names the holder only if both runs are on one host.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        return f"cannot use log dir {str(folder)!r}: it exists and is not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        key = str(folder.resolve())
+        if key in _held:
+            return None
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        return f"cannot use log dir {str(folder)!r}: {e.strerror or e}"
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 1000, 0).decode(errors="replace").strip() or "unknown holder"
+        os.close(fd)
+        return (
+            f"log dir {str(folder)!r} is in use by another run ({holder}); "
+            "wait for it to end or choose another log dir"
+        )
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    os.ftruncate(fd, 0)
+    os.pwrite(
+        fd, f"host {socket.gethostname()}, pid {os.getpid()}, started {started}\n".encode(), 0
+    )
+    _held[key] = fd  # kept open: closing it would drop the lock
+    return None
 
 
 def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:

@@ -16,14 +16,20 @@ Failure semantics (see README "Guarantees"):
   uncaught one is printed once, by the root, and every rank exits with status 1.
 * Any other uncaught exception on any rank prints its traceback labelled with the rank and
   calls ``MPI_Abort``, so the job ends promptly instead of hanging in the next collective.
+* Inside :func:`deferred_interrupts` (the training loops), Ctrl-C only sets a flag; the
+  ranks agree on it with :func:`interrupt_requested` at an update boundary, save, and raise
+  KeyboardInterrupt together, which ends the job with status 130.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 
 import numpy as np
 from mpi4py import MPI
@@ -209,6 +215,50 @@ def agree(settings: dict, problem: str | None = None) -> None:
                 by_value.setdefault(repr(v), []).append(r)
             held = "; ".join(f"{v} on ranks {rs}" for v, rs in by_value.items())
             raise ConfigError(f"setting {key!r} differs between ranks: {held}")
+
+
+_interrupt = {"requested": False}  # set by a Ctrl-C inside deferred_interrupts()
+
+
+@contextmanager
+def deferred_interrupts():
+    """Inside the block, Ctrl-C (SIGINT) only sets a flag that :func:`interrupt_requested`
+    reports, so training can stop at the next update boundary with every rank agreed and the
+    checkpoint saved. A second Ctrl-C raises KeyboardInterrupt at once, as usual.
+
+    Outside the main thread (where Python cannot take signals) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        if _interrupt["requested"]:  # the second Ctrl-C: the user will not wait
+            raise KeyboardInterrupt
+        _interrupt["requested"] = True
+        if is_root():  # os.write, not print: a handler may run in the middle of a print
+            os.write(2, b"pgmpi: stopping at the end of this update (Ctrl-C again: at once)\n")
+
+    _interrupt["requested"] = False
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        # None: a handler set outside Python, which cannot be put back; use Python's default
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+        _interrupt["requested"] = False
+
+
+def interrupt_requested() -> bool:
+    """True on every rank if Ctrl-C reached any rank inside :func:`deferred_interrupts`
+    (each rank's flag as it stands when it calls this). Collective."""
+    flag = np.array([int(_interrupt["requested"])], dtype=np.int64)
+    return bool(allreduce_sum_(flag)[0])
+
+
+def barrier() -> None:
+    """Return once every rank has called this (waits interruptibly). Collective."""
+    _arrive()
 
 
 def _excepthook(kind, value, tb) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, mpi, rng, rollout, threads
-from pgmpi.config import first_problem, is_int, is_real
+from pgmpi.config import check_limits, first_problem, is_int, is_real
 from pgmpi.envs import PONG_DOWN, PONG_ID, PONG_UP, Game, pong_frame
 from pgmpi.logger import Logger, progress_line, rank_figures, run_header
 from pgmpi.networks import TwoLayerPolicy, sparse
@@ -36,6 +36,9 @@ from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
 
 REFERENCE_SLOTS = 16  # learning_rate is for this many games; more scale it by sqrt(slots/16)
+# ALE v5's own limit, 108,000 frames at frameskip 4, so Pong is unchanged; for envs without
+# a time limit it stops a good policy playing one game (and filling memory) forever.
+MAX_EPISODE_STEPS = 27_000
 PRESETS = {
     # The defaults: Adam on the mean over slots of time-boxed pieces of play.
     "fast": dict(optimizer="adam", learning_rate=2e-3, slots=None, steps_per_slot=512,
@@ -89,6 +92,9 @@ class ParallelPG:
         sticky_actions: train Pong with ALE v5's sticky actions (repeat_action_probability
             0.25) instead of the deterministic emulator (experimental: resuming such a run
             is not yet bit-exact).
+        max_episode_steps: a game (episode) that reaches this many agent steps ends there,
+            truncated, in training and evaluation; such games are counted in the log
+            (``charts/capped_games``).
         seed: root seed of every random stream in the run.
         exact_reduction: sum gradients exactly in fixed point, so results do not depend on
             the rank count; False uses a plain float32 Allreduce.
@@ -119,6 +125,7 @@ class ParallelPG:
         whole_games: bool | None = PRESETS["fast"]["whole_games"],
         batch_gradient: str = PRESETS["fast"]["batch_gradient"],
         sticky_actions: bool = False,
+        max_episode_steps: int = MAX_EPISODE_STEPS,
         seed: int = 0,
         exact_reduction: bool = True,
         log_dir: str | Path | None = None,
@@ -137,6 +144,8 @@ class ParallelPG:
              "None or an int >= 1"),
             (is_int(steps_per_slot) and steps_per_slot >= 1, "steps_per_slot", steps_per_slot,
              "an int >= 1"),
+            (is_int(max_episode_steps) and max_episode_steps >= 1, "max_episode_steps",
+             max_episode_steps, "an int >= 1"),
             (whole_games in (None, True, False), "whole_games", whole_games,
              "None, True or False"),
             (batch_gradient in ("mean", "sum"), "batch_gradient", batch_gradient,
@@ -151,7 +160,9 @@ class ParallelPG:
         self.games: dict[int, Game] = {}
         if problem is None:
             try:  # every rank makes one game at least, to check the env
-                self.games = {k: Game(env, sticky_actions) for k in self.mine or [-1]}
+                self.games = {
+                    k: Game(env, sticky_actions, max_episode_steps) for k in self.mine or [-1]
+                }
             except Exception as e:  # any failure to make the env is the user's input
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
         probe = next(iter(self.games.values()), None)
@@ -168,7 +179,7 @@ class ParallelPG:
             hidden_size=hidden_size, optimizer=optimizer, learning_rate=learning_rate,
             decay_rate=decay_rate, gamma=gamma, slots=slots, steps_per_slot=steps_per_slot,
             whole_games=whole_games, batch_gradient=batch_gradient,
-            sticky_actions=sticky_actions, seed=seed,
+            sticky_actions=sticky_actions, max_episode_steps=max_episode_steps, seed=seed,
             exact_reduction=exact_reduction,
         )  # fmt: skip
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
@@ -265,14 +276,45 @@ class ParallelPG:
             checkpoint_path: save here every ``checkpoint_every`` updates and at the end.
             callback: called on every rank after every update with the logged row.
 
-        With no limit at all, trains until interrupted. Collective: every rank must call this.
+        With no limit at all, trains until interrupted. A limit already reached returns at
+        once. Ctrl-C stops at the end of the update under way: every rank agrees, the
+        checkpoint is saved (with ``checkpoint_path``), then KeyboardInterrupt is raised; a
+        second Ctrl-C raises at once. Collective: every rank must call this.
+
+        Raises:
+            ConfigError: on every rank, if a limit is not None or a valid number, or the
+                checkpoint or log dir cannot be written, or another run holds the log dir.
         """
-        if not (is_int(checkpoint_every) and checkpoint_every >= 1):  # same on every rank
-            raise mpi.ConfigError(f"checkpoint_every must be an int >= 1, got {checkpoint_every!r}")
+        limits = dict(updates=updates, episodes=episodes, minutes=minutes)
+        problem = check_limits(limits, target_return, checkpoint_every, callback)
+        problem = problem or checkpoint.writable_problem(
+            checkpoint_path, self.algorithm, self.config["env"]
+        )
+        mpi.agree(dict(limits, target_return=target_return), problem)  # before any file changes
         log = self._logger()
         if (updates, episodes, minutes, target_return) == (None, None, None, None):
             log.print("no limit given: training until interrupted")
-        start = time.perf_counter()
+        if reached := self._reached(updates, episodes, target_return):
+            log.print(f"{reached} already reached: nothing to train")
+            return self
+        with mpi.deferred_interrupts():  # Ctrl-C waits for the end of the update
+            return self._train(log, updates, episodes, minutes, target_return, checkpoint_path,
+                               checkpoint_every, callback)  # fmt: skip
+
+    def _reached(self, updates, episodes, target_return) -> str | None:
+        """Which of the limits the run has reached, in words (None if none)."""
+        if updates is not None and self.update >= updates:
+            return f"the limit of {updates} updates"
+        if episodes is not None and self.episodes >= episodes:
+            return f"the limit of {episodes} games"
+        returns = self.recent_returns
+        if target_return is not None and len(returns) == 100 and np.mean(returns) >= target_return:
+            return f"the target return {target_return}"
+        return None
+
+    def _train(self, log, updates, episodes, minutes, target_return, checkpoint_path,
+               checkpoint_every, callback):  # fmt: skip
+        start, capped = time.perf_counter(), 0
         while True:
             finished, mine = self._one_update()
             mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
@@ -288,22 +330,26 @@ class ParallelPG:
             self.steps += sum(r["steps"] for _, r in ranks)
             row = self._log_row(games, [r for _, r in ranks], time.perf_counter() - start)
             log.log(row, progress_line(row))
+            if row["charts/capped_games"] and not capped:  # say it once; the CSV counts them
+                log.print(
+                    f"note: games cut at max_episode_steps={self.config['max_episode_steps']}"
+                )
+            capped += row["charts/capped_games"]
             if callback is not None:
                 callback(row)
-            done = (
-                any(r["stop"] for _, r in ranks)
-                or (updates is not None and self.update >= updates)
-                or (episodes is not None and self.episodes >= episodes)
-                or (
-                    target_return is not None
-                    and len(self.recent_returns) == 100
-                    and row["charts/mean_return_100"] >= target_return
-                )
+            done = any(r["stop"] for _, r in ranks) or self._reached(
+                updates, episodes, target_return
             )
             if checkpoint_path is not None and (done or self.update % checkpoint_every == 0):
                 self.save(checkpoint_path)
             if done:
                 return self
+            if mpi.interrupt_requested():  # Ctrl-C on any rank: all stop here, together
+                if checkpoint_path is not None:
+                    self.save(checkpoint_path)
+                    log.print(f"interrupted: saved {checkpoint_path} at update {self.update}")
+                mpi.barrier()  # the root's write is complete before any rank exits
+                raise KeyboardInterrupt
 
     def _log_row(self, games: list, ranks: list[dict], elapsed: float) -> dict:
         nan, returns = float("nan"), list(self.recent_returns)
@@ -316,6 +362,7 @@ class ParallelPG:
             "charts/games": len(games),
             "charts/mean_return": float(np.mean([g[1] for g in games])) if games else nan,
             "charts/mean_length": float(np.mean([g[2] for g in games])) if games else nan,
+            "charts/capped_games": sum(g[2] >= self.config["max_episode_steps"] for g in games),
             "time/elapsed_s": elapsed,
             **rank_figures(ranks),
         }
@@ -336,14 +383,26 @@ class ParallelPG:
             greedy: take the most likely action instead of sampling from the policy.
             sticky: Pong with ALE v5's sticky actions (repeat_action_probability 0.25).
 
-        The returns, in game order, are kept in ``evaluation_returns``.
+        The returns, in game order, are kept in ``evaluation_returns``. Games end at
+        ``max_episode_steps`` at the latest.
+
+        Raises:
+            ConfigError: on every rank, if ``episodes`` is not an int >= 1 or a flag not a bool.
+
         Collective: every rank must call this.
         """
+        problem = first_problem([
+            (is_int(episodes) and episodes >= 1, "episodes", episodes, "an int >= 1"),
+            (greedy in (True, False), "greedy", greedy, "True or False"),
+            (sticky in (True, False), "sticky", sticky, "True or False"),
+        ])  # fmt: skip
+        mpi.agree(dict(episodes=episodes, greedy=greedy, sticky=sticky), problem)
         self._evaluations += 1
         returns = np.zeros(episodes)
         mine = list(range(mpi.rank(), episodes, mpi.size()))
         for chunk in (mine[i : i + 32] for i in range(0, len(mine), 32)):  # bounded memory
-            games = [Game(self._make_env, sticky=sticky) for _ in chunk]
+            cap = self.config["max_episode_steps"]
+            games = [Game(self._make_env, sticky, cap) for _ in chunk]
             streams = [
                 rng.stream(self.config["seed"], rng.EVALUATE, self._evaluations, e) for e in chunk
             ]
@@ -356,8 +415,17 @@ class ParallelPG:
 
     def act(self, observation: np.ndarray, new_episode: bool = False) -> int:
         """The greedy action for a raw env observation (for Pong: a frame; the previous
-        frame is kept, so pass ``new_episode=True`` on an episode's first frame)."""
+        frame is kept, so pass ``new_episode=True`` on an episode's first frame).
+
+        Raises:
+            ValueError: if the observation's shape is not the env's ((210, 160, 3) for Pong)
+                or it holds NaN or inf. Not collective: only this rank raises.
+        """
         x = np.asarray(observation, dtype=np.float32)
+        shape = (210, 160, 3) if self.probe.is_pong else (self.probe.n_inputs,)
+        if x.shape != shape or not np.all(np.isfinite(x)):
+            what = f"shape {x.shape}" if x.shape != shape else "NaN or inf"
+            raise ValueError(f"act() needs an observation of shape {shape}, finite; got {what}")
         if self.probe.is_pong:
             cur = pong_frame(observation)
             x = cur - (cur if new_episode or self._act_prev is None else self._act_prev)

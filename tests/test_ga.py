@@ -218,7 +218,7 @@ def test_train_limits_log_and_return_self(tmp_path):
     ga = _tiny(log_dir=tmp_path)
     assert ga.train(generations=2, callback=rows.append) is ga and ga.generation == 2
     assert [r["generation"] for r in rows] == [0, 1]
-    assert ga.train(minutes=0) is ga and ga.generation == 3  # stops after one generation
+    assert ga.train(minutes=1e-9) is ga and ga.generation == 3  # stops after one generation
     ga.train(generations=50, target_return=20)
     assert ga.generation < 50
     logged = list(csv.DictReader(open(tmp_path / "progress.csv")))

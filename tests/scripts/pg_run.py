@@ -8,7 +8,7 @@ plays --slots persistent Pong games of 40 steps per update.
 Prints ``HASH <sha256>`` (parameters and optimizer state) on the root. With --checkpoint-every
 it saves DIR/checkpoint.npz; with --resume it starts from that file. --pid-file writes each
 rank's pid to DIR/pid.<rank> (for the SIGKILL test); --raise-on-rank R raises on rank R only
-after the first update.
+after the first update; --max-episode-steps caps each game.
 """
 
 import argparse
@@ -28,6 +28,7 @@ p.add_argument("--env", default="CartPole-v1")
 p.add_argument("--pid-file", action="store_true")
 p.add_argument("--raise-on-rank", type=int, default=-1)
 p.add_argument("--slots", type=int, default=10)
+p.add_argument("--max-episode-steps", type=int, default=27_000)
 args = p.parse_args()
 
 ck = args.log_dir / "checkpoint.npz"
@@ -45,6 +46,7 @@ else:
         slots=args.slots,
         steps_per_slot=40 if pong else 1,
         whole_games=not pong,
+        max_episode_steps=args.max_episode_steps,
         seed=5,
         exact_reduction=bool(args.exact),
         log_dir=args.log_dir,
