@@ -24,6 +24,7 @@ import os
 import sys
 import time
 import traceback
+from collections import deque
 
 import numpy as np
 from mpi4py import MPI
@@ -73,12 +74,14 @@ def library_version() -> str:
 
 def broadcast_(buffer: np.ndarray) -> np.ndarray:
     """Overwrite ``buffer`` on every rank with the root's copy, in place. Collective."""
+    _arrive()
     _COMM.Bcast(buffer, root=0)
     return buffer
 
 
 def broadcast_object(obj):
     """The root's ``obj`` on every rank (small objects only: pickled). Collective."""
+    _arrive()
     return _COMM.bcast(obj, root=0)
 
 
@@ -89,11 +92,157 @@ def _arrive() -> None:
     between bytecodes), so a rank that finished its share early and waits for the others
     would never report the interrupt. Polling a non-blocking barrier keeps every waiting
     rank interruptible; the collective that follows then finds every rank present.
+
+    The same loop is the watchdog's (see :func:`set_deadline`): each rank first tells the
+    root which collective it reached (one small non-blocking send), so a root that waits
+    too long can name the ranks that never came, and ends the job with ``MPI_Abort``.
     """
-    if _COMM.Get_size() > 1:
-        request = _COMM.Ibarrier()
-        while not request.Test():
-            time.sleep(2e-4)
+    if _COMM.Get_size() == 1:
+        return
+    w = _WATCH
+    w.count += 1
+    entered = time.monotonic()
+    w.tell_root()
+    limit, why = w.deadline()
+    request = _COMM.Ibarrier()
+    while not request.Test():
+        time.sleep(2e-4)
+        if limit is not None and time.monotonic() - entered > limit:
+            w.expire(time.monotonic() - entered, why)
+    w.done(time.monotonic())
+
+
+class _Watchdog:
+    """State of the deadline on collectives: this rank's arrivals and recent intervals."""
+
+    TAG = 0x7067  # point-to-point tag of arrival numbers sent to the root (COMM_WORLD)
+    GRACE_S = 5.0  # other ranks wait this much longer, so the root, who can name, speaks
+
+    def __init__(self):
+        self.limit, self.factor, self.floor = _deadline_from_env()
+        self.count = 0  # collectives this rank has arrived at
+        self.last_done: float | None = None
+        self.recent: deque[float] = deque(maxlen=20)  # seconds between arrivals
+        self.sends: list = []  # (request, buffer) of arrival messages still in flight
+        self.seen = np.zeros(_COMM.Get_size(), dtype=np.int64)  # root: last arrival per rank
+
+    def deadline(self) -> tuple[float | None, str]:
+        """Seconds this rank may wait at this collective, and why (None: no deadline)."""
+        limits = []
+        if self.limit > 0:
+            limits.append((self.limit, f"the limit of {self.limit:g} s (PGMPI_DEADLINE)"))
+        if self.factor > 0 and self.recent:
+            longest = max(self.recent)
+            rule = max(self.floor, self.factor * longest)
+            limits.append(
+                (rule, f"{self.factor:g} x the longest of the last {len(self.recent)} "
+                       f"intervals between collectives ({longest:.3g} s), at least "
+                       f"{self.floor:g} s (PGMPI_DEADLINE_FACTOR, PGMPI_DEADLINE_FLOOR)")
+            )  # fmt: skip
+        if not limits:
+            return None, ""
+        seconds, why = min(limits)
+        if _COMM.Get_rank() != 0:
+            seconds += self.GRACE_S + 0.1 * seconds
+        return seconds, why
+
+    def tell_root(self) -> None:
+        """Send this arrival's number to the root (non-blocking; a few bytes)."""
+        self.sends = [(r, b) for r, b in self.sends if not r.Test()]
+        if _COMM.Get_rank() == 0:
+            self.seen[0] = self.count
+            self.drain()
+        elif self.limit > 0 or self.factor > 0:
+            buf = np.array([self.count], dtype=np.int64)
+            self.sends.append((_COMM.Isend(buf, dest=0, tag=self.TAG), buf))
+
+    def drain(self) -> None:
+        """Root: receive every arrival number that has come in."""
+        status, buf = MPI.Status(), np.zeros(1, dtype=np.int64)
+        while _COMM.Iprobe(source=MPI.ANY_SOURCE, tag=self.TAG, status=status):
+            _COMM.Recv(buf, source=status.Get_source(), tag=self.TAG)
+            self.seen[status.Get_source()] = max(self.seen[status.Get_source()], buf[0])
+
+    def done(self, now: float) -> None:
+        if self.last_done is not None:
+            self.recent.append(now - self.last_done)
+        self.last_done = now
+        if _COMM.Get_rank() == 0:
+            self.drain()
+
+    def expire(self, waited: float, why: str) -> None:
+        """The deadline passed: say who is missing (the root knows) and abort the job."""
+        me, n, c = _COMM.Get_rank(), _COMM.Get_size(), self.count
+        where = _call_site()
+        if me == 0:
+            self.drain()
+            missing = [r for r in range(n) if self.seen[r] < c]
+            last = sorted({int(self.seen[r]) for r in missing})
+            text = (
+                f"pgmpi: watchdog: rank(s) {missing} did not arrive at collective {c} "
+                f"({where}) within {waited:.1f} s, {why}; their last arrival: collective "
+                f"{'/'.join(map(str, last))}; aborting all {n} ranks"
+            )
+        else:
+            text = (
+                f"[rank {me}] pgmpi: watchdog: waited {waited:.1f} s at collective {c} "
+                f"({where}), {why} plus {self.GRACE_S:g} s and 10%, and rank 0 did not end "
+                f"the job: rank 0 is not answering (stopped, or its host unreachable); "
+                f"aborting all {n} ranks"
+            )
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+        _abort(1)
+
+
+def _deadline_from_env() -> tuple[float, float, float]:
+    """(limit, factor, floor) in seconds from PGMPI_DEADLINE*, with the defaults."""
+    values = []
+    for name, default in (("", 1800.0), ("_FACTOR", 50.0), ("_FLOOR", 300.0)):
+        text = os.environ.get("PGMPI_DEADLINE" + name, "")
+        try:
+            value = default if text == "" else 0.0 if text == "off" else float(text)
+        except ValueError:
+            value = -1.0
+        if not value >= 0 or value == float("inf"):
+            # Read the same way on every rank (the launcher passes one environment), so
+            # this error is raised everywhere at the same point, at import.
+            raise ConfigError(
+                f"PGMPI_DEADLINE{name} must be a number of seconds >= 0 or 'off', got {text!r}"
+            )
+        values.append(value)
+    return values[0], values[1], values[2]
+
+
+def _call_site() -> str:
+    """The first caller outside this module, as 'file.py:line in function'."""
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        if frame.filename != __file__:
+            return f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
+    return "?"
+
+
+def set_deadline(
+    seconds: float | None = None, factor: float | None = None, floor: float | None = None
+) -> None:
+    """Set the watchdog on collectives (None leaves a value as it is).
+
+    With more than one rank, a rank that waits at a collective longer than its deadline
+    ends the job with ``MPI_Abort``, and the root names the ranks that did not arrive. The
+    deadline is the smaller of ``seconds`` (default 1800, env ``PGMPI_DEADLINE``) and
+    ``factor`` x the longest of this rank's last 20 intervals between collectives, but at
+    least ``floor`` (defaults 50 and 300 s, env ``PGMPI_DEADLINE_FACTOR`` and
+    ``PGMPI_DEADLINE_FLOOR``). 0 turns a rule off; both off, no deadline. Ranks other than
+    the root wait 5 s and 10% longer, so the root speaks first. Call it on every rank with
+    the same values; not collective.
+    """
+    for name, value in (("seconds", seconds), ("factor", factor), ("floor", floor)):
+        if value is not None and not (0 <= value < float("inf")):
+            raise ConfigError(f"set_deadline: {name} must be a finite number >= 0, got {value!r}")
+    w = _WATCH
+    w.limit = w.limit if seconds is None else float(seconds)
+    w.factor = w.factor if factor is None else float(factor)
+    w.floor = w.floor if floor is None else float(floor)
 
 
 def allreduce_sum_(buffer: np.ndarray) -> np.ndarray:
@@ -153,6 +302,7 @@ class ExactSum:
 
 def gather_stats(values: dict) -> list[dict] | None:
     """Every rank's small ``values`` dict, as a list on the root (None elsewhere). Collective."""
+    _arrive()
     return _COMM.gather(values, root=0)
 
 
@@ -238,3 +388,6 @@ def _abort(code: int) -> None:
 # their next collective until the allocation runs out. PGMPI_NO_ABORT=1 turns this off.
 if size() > 1 and os.environ.get("PGMPI_NO_ABORT") != "1":
     sys.excepthook = _excepthook
+
+# Read after the hook is in place, so a bad PGMPI_DEADLINE* is one message, by the root.
+_WATCH = _Watchdog()
