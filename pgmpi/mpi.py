@@ -20,8 +20,10 @@ Failure semantics (see README "Guarantees"):
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -76,13 +78,16 @@ def broadcast_(buffer: np.ndarray) -> np.ndarray:
     """Overwrite ``buffer`` on every rank with the root's copy, in place. Collective."""
     _arrive()
     _COMM.Bcast(buffer, root=0)
+    _left()
     return buffer
 
 
 def broadcast_object(obj):
     """The root's ``obj`` on every rank (small objects only: pickled). Collective."""
     _arrive()
-    return _COMM.bcast(obj, root=0)
+    obj = _COMM.bcast(obj, root=0)
+    _left()
+    return obj
 
 
 def _arrive() -> None:
@@ -93,51 +98,83 @@ def _arrive() -> None:
     would never report the interrupt. Polling a non-blocking barrier keeps every waiting
     rank interruptible; the collective that follows then finds every rank present.
 
-    The same loop is the watchdog's (see :func:`set_deadline`): each rank first tells the
-    root which collective it reached (one small non-blocking send), so a root that waits
-    too long can name the ranks that never came, and ends the job with ``MPI_Abort``.
+    This is also where the watchdog (see :func:`set_deadline`) starts the clock: each rank
+    tells the root which collective it reached (one small non-blocking send), and stays
+    "inside" until :func:`_left` at the end of the collective.
     """
     if _COMM.Get_size() == 1:
         return
-    w = _WATCH
-    w.count += 1
-    entered = time.monotonic()
-    w.tell_root()
-    limit, why = w.deadline()
+    _WATCH.enter()
     request = _COMM.Ibarrier()
     while not request.Test():
         time.sleep(2e-4)
-        if limit is not None and time.monotonic() - entered > limit:
-            w.expire(time.monotonic() - entered, why)
-    w.done(time.monotonic())
+
+
+def _left() -> None:
+    """The collective that followed :func:`_arrive` has returned: stop its clock."""
+    if _COMM.Get_size() > 1:
+        _WATCH.leave()
 
 
 class _Watchdog:
-    """State of the deadline on collectives: this rank's arrivals and recent intervals."""
+    """The deadline on collectives, kept by a daemon thread.
+
+    The thread, not the waiting loop, keeps the deadline, because a rank can also hang
+    inside the C call after the barrier (a host stopped or cut off between the two), where
+    no Python runs on the main thread; mpi4py releases the GIL there, and MPI was started
+    with ``MPI_THREAD_MULTIPLE``, so the thread may send and abort. While its rank is inside
+    a collective, the thread tells the root every second; the root, who hears from every
+    rank, names those that never arrived and those that fell silent.
+    """
 
     TAG = 0x7067  # point-to-point tag of arrival numbers sent to the root (COMM_WORLD)
     GRACE_S = 5.0  # other ranks wait this much longer, so the root, who can name, speaks
+    SILENT_S = 3.0  # a rank inside a collective writes every second: this long is silence
 
     def __init__(self):
         self.limit, self.factor, self.floor = _deadline_from_env()
         self.count = 0  # collectives this rank has arrived at
+        self.entered: float | None = None  # when this rank arrived at the current one
         self.last_done: float | None = None
-        self.recent: deque[float] = deque(maxlen=20)  # seconds between arrivals
-        self.sends: list = []  # (request, buffer) of arrival messages still in flight
-        self.seen = np.zeros(_COMM.Get_size(), dtype=np.int64)  # root: last arrival per rank
+        self.recent: deque[float] = deque(maxlen=20)  # seconds between collectives
+        self.sends: list = []  # (request, buffer) of messages still in flight
+        n = _COMM.Get_size()
+        self.seen = np.zeros(n, dtype=np.int64)  # root: last collective reached, per rank
+        self.heard = np.full(n, time.monotonic())  # root: when each rank last wrote
+        self.sent = 0  # messages this rank has sent to the root
+        self.received = np.zeros(n, dtype=np.int64)  # root: messages received per rank
+        self.lock = threading.Lock()  # the main thread and the watchdog both send / receive
+        self.thread: threading.Thread | None = None
+
+    def on(self) -> bool:
+        return self.limit > 0 or self.factor > 0
+
+    def enter(self) -> None:
+        self.count += 1
+        self.entered = time.monotonic()
+        self.tell_root()
+        if self.thread is None and self.on():
+            self.thread = threading.Thread(target=self.watch, name="pgmpi-watchdog", daemon=True)
+            self.thread.start()
+
+    def leave(self) -> None:
+        now = time.monotonic()
+        if self.last_done is not None:
+            self.recent.append(now - self.last_done)
+        self.last_done, self.entered = now, None
 
     def deadline(self) -> tuple[float | None, str]:
-        """Seconds this rank may wait at this collective, and why (None: no deadline)."""
+        """Seconds this rank may spend in one collective, and why (None: no deadline)."""
         limits = []
         if self.limit > 0:
             limits.append((self.limit, f"the limit of {self.limit:g} s (PGMPI_DEADLINE)"))
-        if self.factor > 0 and self.recent:
-            longest = max(self.recent)
-            rule = max(self.floor, self.factor * longest)
+        recent = list(self.recent)
+        if self.factor > 0 and recent:
+            rule = max(self.floor, self.factor * max(recent))
             limits.append(
-                (rule, f"{self.factor:g} x the longest of the last {len(self.recent)} "
-                       f"intervals between collectives ({longest:.3g} s), at least "
-                       f"{self.floor:g} s (PGMPI_DEADLINE_FACTOR, PGMPI_DEADLINE_FLOOR)")
+                (rule, f"{self.factor:g} x the longest of the last {len(recent)} intervals "
+                       f"between collectives ({max(recent):.3g} s), at least {self.floor:g} s "
+                       "(PGMPI_DEADLINE_FACTOR, PGMPI_DEADLINE_FLOOR)")
             )  # fmt: skip
         if not limits:
             return None, ""
@@ -147,47 +184,89 @@ class _Watchdog:
         return seconds, why
 
     def tell_root(self) -> None:
-        """Send this arrival's number to the root (non-blocking; a few bytes)."""
-        self.sends = [(r, b) for r, b in self.sends if not r.Test()]
-        if _COMM.Get_rank() == 0:
-            self.seen[0] = self.count
-            self.drain()
-        elif self.limit > 0 or self.factor > 0:
-            buf = np.array([self.count], dtype=np.int64)
-            self.sends.append((_COMM.Isend(buf, dest=0, tag=self.TAG), buf))
+        """Root: note its own arrival and read the others'; others: send theirs (8 bytes)."""
+        with self.lock:
+            self.sends = [(r, b) for r, b in self.sends if not r.Test()]
+            if _COMM.Get_rank() == 0:
+                self.seen[0], self.heard[0] = self.count, time.monotonic()
+                self.drain()
+            elif self.on():
+                buf = np.array([self.count], dtype=np.int64)
+                self.sends.append((_COMM.Isend(buf, dest=0, tag=self.TAG), buf))
+                self.sent += 1
 
     def drain(self) -> None:
-        """Root: receive every arrival number that has come in."""
+        """Root: receive every arrival number that has come in (hold the lock)."""
         status, buf = MPI.Status(), np.zeros(1, dtype=np.int64)
         while _COMM.Iprobe(source=MPI.ANY_SOURCE, tag=self.TAG, status=status):
-            _COMM.Recv(buf, source=status.Get_source(), tag=self.TAG)
-            self.seen[status.Get_source()] = max(self.seen[status.Get_source()], buf[0])
+            r = status.Get_source()
+            _COMM.Recv(buf, source=r, tag=self.TAG)
+            self.seen[r], self.heard[r] = max(self.seen[r], buf[0]), time.monotonic()
+            self.received[r] += 1
 
-    def done(self, now: float) -> None:
-        if self.last_done is not None:
-            self.recent.append(now - self.last_done)
-        self.last_done = now
-        if _COMM.Get_rank() == 0:
-            self.drain()
+    def close(self) -> None:
+        """At exit: the root receives every message still on its way, so that no send is
+        left pending at ``MPI_Finalize`` (over TCP that would wait forever)."""
+        if self.thread is None:
+            return  # the deadline was off at every collective (the same on every rank)
+        self.entered = None
+        with self.lock:
+            self.limit = self.factor = 0.0  # the thread stops writing
+            sent = _COMM.gather(self.sent, root=0)
+            if sent is not None:
+                buf = np.zeros(1, dtype=np.int64)
+                for r in range(1, len(sent)):
+                    for _ in range(sent[r] - int(self.received[r])):
+                        _COMM.Recv(buf, source=r, tag=self.TAG)
+            MPI.Request.Waitall([r for r, _ in self.sends])
+            self.sends = []
 
-    def expire(self, waited: float, why: str) -> None:
+    def watch(self) -> None:
+        """The thread: every half second, inside a collective, write and check the time."""
+        beat = 0.0
+        while True:
+            time.sleep(0.5)
+            entered, count = self.entered, self.count
+            if entered is None or not self.on():
+                continue
+            waited = time.monotonic() - entered
+            if waited - beat >= 1.0 or waited < beat:
+                beat = waited
+                self.tell_root()
+            limit, why = self.deadline()
+            if limit is not None and waited > limit and self.entered == entered:
+                self.expire(waited, why, count)
+
+    def expire(self, waited: float, why: str, c: int) -> None:
         """The deadline passed: say who is missing (the root knows) and abort the job."""
-        me, n, c = _COMM.Get_rank(), _COMM.Get_size(), self.count
-        where = _call_site()
+        me, n = _COMM.Get_rank(), _COMM.Get_size()
         if me == 0:
-            self.drain()
+            with self.lock:
+                self.drain()
+            now = time.monotonic()
             missing = [r for r in range(n) if self.seen[r] < c]
-            last = sorted({int(self.seen[r]) for r in missing})
+            silent = [r for r in range(1, n) if self.seen[r] >= c]
+            silent = [r for r in silent if now - self.heard[r] > self.SILENT_S]
+            parts = []
+            if missing:
+                last = "/".join(map(str, sorted({int(self.seen[r]) for r in missing})))
+                parts.append(f"rank(s) {missing} did not arrive (last arrived at {last})")
+            if silent:
+                quiet = min(now - self.heard[r] for r in silent)
+                parts.append(
+                    f"rank(s) {silent} arrived but have sent nothing for {quiet:.1f} s or "
+                    "more (stopped, or their host unreachable)"
+                )
+            found = "; ".join(parts) or "every rank arrived and still answers"
             text = (
-                f"pgmpi: watchdog: rank(s) {missing} did not arrive at collective {c} "
-                f"({where}) within {waited:.1f} s, {why}; their last arrival: collective "
-                f"{'/'.join(map(str, last))}; aborting all {n} ranks"
+                f"pgmpi: watchdog: collective {c} did not complete within {waited:.1f} s, "
+                f"{why}: {found}; aborting all {n} ranks"
             )
         else:
             text = (
-                f"[rank {me}] pgmpi: watchdog: waited {waited:.1f} s at collective {c} "
-                f"({where}), {why} plus {self.GRACE_S:g} s and 10%, and rank 0 did not end "
-                f"the job: rank 0 is not answering (stopped, or its host unreachable); "
+                f"[rank {me}] pgmpi: watchdog: waited {waited:.1f} s in collective {c}, "
+                f"{why} plus {self.GRACE_S:g} s and 10%, and rank 0 did not end the job: "
+                f"rank 0 is not answering (stopped, or its host unreachable); "
                 f"aborting all {n} ranks"
             )
         sys.stderr.write(text + "\n")
@@ -212,14 +291,6 @@ def _deadline_from_env() -> tuple[float, float, float]:
             )
         values.append(value)
     return values[0], values[1], values[2]
-
-
-def _call_site() -> str:
-    """The first caller outside this module, as 'file.py:line in function'."""
-    for frame in reversed(traceback.extract_stack()[:-1]):
-        if frame.filename != __file__:
-            return f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
-    return "?"
 
 
 def set_deadline(
@@ -250,6 +321,7 @@ def allreduce_sum_(buffer: np.ndarray) -> np.ndarray:
     if size() > 1:
         _arrive()
         _COMM.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+        _left()
     return buffer
 
 
@@ -303,13 +375,17 @@ class ExactSum:
 def gather_stats(values: dict) -> list[dict] | None:
     """Every rank's small ``values`` dict, as a list on the root (None elsewhere). Collective."""
     _arrive()
-    return _COMM.gather(values, root=0)
+    gathered = _COMM.gather(values, root=0)
+    _left()
+    return gathered
 
 
 def allgather_object(obj) -> list:
     """Every rank's small ``obj``, as a list indexed by rank, on every rank. Collective."""
     _arrive()
-    return _COMM.allgather(obj)
+    gathered = _COMM.allgather(obj)
+    _left()
+    return gathered
 
 
 def global_stats(x: np.ndarray) -> tuple[float, float, float, float]:
@@ -320,7 +396,9 @@ def global_stats(x: np.ndarray) -> tuple[float, float, float, float]:
     mean = sums[1] / n
     lo = np.array([x.min() if x.size else np.inf, -(x.max() if x.size else -np.inf)])
     if size() > 1:
+        _arrive()
         _COMM.Allreduce(MPI.IN_PLACE, lo, op=MPI.MIN)
+        _left()
     std = float(np.sqrt(max(sums[2] / n - mean**2, 0.0)))
     return float(mean), std, float(lo[0]), float(-lo[1])
 
@@ -391,3 +469,6 @@ if size() > 1 and os.environ.get("PGMPI_NO_ABORT") != "1":
 
 # Read after the hook is in place, so a bad PGMPI_DEADLINE* is one message, by the root.
 _WATCH = _Watchdog()
+if size() > 1:
+    # atexit runs last-registered first: this before mpi4py's MPI_Finalize.
+    atexit.register(_WATCH.close)
