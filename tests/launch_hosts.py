@@ -18,8 +18,11 @@ from pathlib import Path
 from launch import ROOT, mpirun
 
 SCRIPT = ROOT / "tests" / "hosts" / "twohosts.sh"
-HOSTS = ("pgmpi-h1", "pgmpi-h2")
-BRIDGE_IP = "10.77.0.1"
+# The script's defaults; PGMPI_HOSTS_PREFIX and PGMPI_HOSTS_NET move both, so two checkouts
+# can run this tier at once.
+PREFIX = os.environ.get("PGMPI_HOSTS_PREFIX", "pgmpi-h")
+HOSTS = (f"{PREFIX}1", f"{PREFIX}2")
+BRIDGE_IP = os.environ.get("PGMPI_HOSTS_NET", "10.77.0") + ".1"
 TCP_ENV = {"UCX_TLS": "tcp,self"}
 
 
@@ -88,6 +91,6 @@ def start_hosts(ranks_per_host: dict[str, int], args: list[str], env: dict | Non
 
 
 def link_bytes(host: str) -> int:
-    """Bytes received so far on the root side of ``host``'s link (both directions: rx+tx)."""
+    """Bytes through ``host``'s link so far (received and sent, seen from the bridge)."""
     stats = Path(f"/sys/class/net/{host}v/statistics")
     return int((stats / "rx_bytes").read_text()) + int((stats / "tx_bytes").read_text())
