@@ -16,6 +16,9 @@ Failure semantics (see README "Guarantees"):
   uncaught one is printed once, by the root, and every rank exits with status 1.
 * Any other uncaught exception on any rank prints its traceback labelled with the rank and
   calls ``MPI_Abort``, so the job ends promptly instead of hanging in the next collective.
+* A rank that stays in one collective past its deadline (:func:`set_deadline`; a rank or
+  host stopped or cut off) ends the job with ``MPI_Abort``; the root names the ranks that
+  did not arrive or fell silent.
 """
 
 from __future__ import annotations
@@ -105,9 +108,12 @@ def _arrive() -> None:
     if _COMM.Get_size() == 1:
         return
     _WATCH.enter()
-    request = _COMM.Ibarrier()
+    request, polls = _COMM.Ibarrier(), 0
     while not request.Test():
         time.sleep(2e-4)
+        polls += 1
+        if not _WATCH.threads and polls % 2000 == 0:
+            _WATCH.check()
 
 
 def _left() -> None:
@@ -145,6 +151,11 @@ class _Watchdog:
         self.received = np.zeros(n, dtype=np.int64)  # root: messages received per rank
         self.lock = threading.Lock()  # the main thread and the watchdog both send / receive
         self.thread: threading.Thread | None = None
+        self.used = False  # whether the deadline was on at any arrival
+        self.beat = 0.0  # seconds into the current wait of the last word to the root
+        # Without MPI_THREAD_MULTIPLE (mpi4py's default, unless changed) the thread may not
+        # call MPI: the waiting loop checks instead, which misses a hang inside the C call.
+        self.threads = MPI.Query_thread() == MPI.THREAD_MULTIPLE
 
     def on(self) -> bool:
         return self.limit > 0 or self.factor > 0
@@ -152,8 +163,9 @@ class _Watchdog:
     def enter(self) -> None:
         self.count += 1
         self.entered = time.monotonic()
+        self.used = self.used or self.on()  # the same on every rank, as the settings are
         self.tell_root()
-        if self.thread is None and self.on():
+        if self.thread is None and self.on() and self.threads:
             self.thread = threading.Thread(target=self.watch, name="pgmpi-watchdog", daemon=True)
             self.thread.start()
 
@@ -207,8 +219,8 @@ class _Watchdog:
     def close(self) -> None:
         """At exit: the root receives every message still on its way, so that no send is
         left pending at ``MPI_Finalize`` (over TCP that would wait forever)."""
-        if self.thread is None:
-            return  # the deadline was off at every collective (the same on every rank)
+        if not self.used:
+            return  # the deadline was off at every arrival: nothing was sent
         self.entered = None
         with self.lock:
             self.limit = self.factor = 0.0  # the thread stops writing
@@ -222,20 +234,23 @@ class _Watchdog:
             self.sends = []
 
     def watch(self) -> None:
-        """The thread: every half second, inside a collective, write and check the time."""
-        beat = 0.0
+        """The thread: every half second, check."""
         while True:
             time.sleep(0.5)
-            entered, count = self.entered, self.count
-            if entered is None or not self.on():
-                continue
-            waited = time.monotonic() - entered
-            if waited - beat >= 1.0 or waited < beat:
-                beat = waited
-                self.tell_root()
-            limit, why = self.deadline()
-            if limit is not None and waited > limit and self.entered == entered:
-                self.expire(waited, why, count)
+            self.check()
+
+    def check(self) -> None:
+        """Inside a collective: tell the root every second, and abort past the deadline."""
+        entered, count = self.entered, self.count
+        if entered is None or not self.on():
+            return
+        waited = time.monotonic() - entered
+        if waited - self.beat >= 1.0 or waited < self.beat:
+            self.beat = waited
+            self.tell_root()
+        limit, why = self.deadline()
+        if limit is not None and waited > limit and self.entered == entered:
+            self.expire(waited, why, count)
 
     def expire(self, waited: float, why: str, c: int) -> None:
         """The deadline passed: say who is missing (the root knows) and abort the job."""
