@@ -164,6 +164,7 @@ class _Watchdog:
         self.count += 1
         self.entered = time.monotonic()
         self.used = self.used or self.on()  # the same on every rank, as the settings are
+        self.beat = 0.0
         self.tell_root()
         if self.thread is None and self.on() and self.threads:
             self.thread = threading.Thread(target=self.watch, name="pgmpi-watchdog", daemon=True)
@@ -245,7 +246,7 @@ class _Watchdog:
         if entered is None or not self.on():
             return
         waited = time.monotonic() - entered
-        if waited - self.beat >= 1.0 or waited < self.beat:
+        if waited - self.beat >= 1.0:
             self.beat = waited
             self.tell_root()
         limit, why = self.deadline()
