@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 MPIRUN := $(VENV)/bin/mpirun
 RANKS ?= 2
 
-.PHONY: demo test lint tier1 tier2 tier3 clean
+.PHONY: demo test lint tier1 tier2 tier3 hosts clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,15 +20,15 @@ demo: $(VENV)/.installed
 	timeout 600 $(MPIRUN) -n $(RANKS) $(PY) examples/pong.py --minutes 3 --log-dir runs/pong-demo
 	$(PY) -m pgmpi.plot runs/pong-demo --out runs/pong-demo/progress.png
 
-# Lint, then the three test tiers; every mpirun is bounded by timeout.
-test: $(VENV)/.installed lint tier1 tier2 tier3
+# Lint, then the three test tiers and the two-host tier; every mpirun is bounded by timeout.
+test: $(VENV)/.installed lint tier1 tier2 tier3 hosts
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check pgmpi tests examples benchmarks
 	$(VENV)/bin/ruff check pgmpi tests examples benchmarks
 
 tier1: $(VENV)/.installed
-	timeout 1200 $(PY) -m pytest -q -m "not mpi and not launcher" tests
+	timeout 1200 $(PY) -m pytest -q -m "not mpi and not launcher and not hosts" tests
 
 tier2: $(VENV)/.installed
 	timeout 600 $(MPIRUN) -n 1 $(PY) -m pytest -q -p no:cacheprovider -m mpi tests
@@ -36,6 +36,11 @@ tier2: $(VENV)/.installed
 
 tier3: $(VENV)/.installed
 	timeout 2400 $(PY) -m pytest -q -m launcher tests
+
+# Two hosts from Linux namespaces, ranks over TCP (tests/hosts/twohosts.sh); needs root,
+# ip and unshare, and skips with the reason printed where it cannot run.
+hosts: $(VENV)/.installed
+	timeout 900 $(PY) -m pytest -q -rs -s -m hosts tests
 
 clean:
 	rm -rf $(VENV) runs *.egg-info

@@ -1,6 +1,14 @@
 """Cost of the exact (int64 fixed-point) gradient reduction against a plain float32 one.
 
-    mpirun -n 2 python benchmarks/reduction.py [--repeats 50] [--updates 2]
+    mpirun -n 2 python benchmarks/reduction.py [--repeats 50] [--updates 2] [--tag NAME]
+
+Over TCP between two namespace hosts (root; see tests/hosts/twohosts.sh):
+
+    tests/hosts/twohosts.sh up 2
+    UCX_TLS=tcp,self mpirun -launcher ssh -launcher-exec tests/hosts/twohosts.sh \
+        -localhost 10.77.0.1 -hosts pgmpi-h1:1,pgmpi-h2:1 -n 2 \
+        python benchmarks/reduction.py --tag _tcp
+    tests/hosts/twohosts.sh down
 
 ParallelPG sums each game's gradient with ``mpi.ExactSum``: round(g * 2**32) in int64,
 exact and independent of the order of the sum, so results do not depend on the rank count.
@@ -13,13 +21,14 @@ same verb ParallelPG uses:
 
 The extra cost of the exact mode per update is the difference of the allreduce calls plus
 that of one add per game this rank plays; it is printed as a fraction of the update time.
-Writes benchmarks/results/reduction_<ranks>.json.
+Writes benchmarks/results/reduction_<ranks><tag>.json, with each rank's host name.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
 import sys
 import time
 
@@ -48,10 +57,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--updates", type=int, default=2, help="Pong updates timed per mode (2)")
+    p.add_argument("--tag", default="", help="suffix of the JSON file's name, e.g. _tcp")
     args = p.parse_args()
     g = np.random.default_rng(0).standard_normal(N).astype(np.float32) * 1e-3
     sums = {exact: mpi.ExactSum(N, terms=16, exact=exact) for exact in (True, False)}
-    r = {"ranks": mpi.size()}
+    r = {"ranks": mpi.size(), "hosts": mpi.allgather_object(platform.node())}
     for exact, name in ((True, "exact"), (False, "float")):
         r[f"add_per_game_s_{name}"] = best_time(lambda s=sums[exact]: s.add(g), args.repeats)
         r[f"allreduce_s_{name}"] = best_time(lambda s=sums[exact]: s.allreduce(), args.repeats)
@@ -70,8 +80,8 @@ def main() -> None:
     if mpi.is_root():
         r["machine"] = common.machine()
         for k, v in r.items():
-            print(f"{k}: {v if isinstance(v, (int, dict)) else f'{v:.6f}'}")
-        print("wrote", common.write(f"reduction_{mpi.size()}", r))
+            print(f"{k}: {v if isinstance(v, (int, dict, list)) else f'{v:.6f}'}")
+        print("wrote", common.write(f"reduction_{mpi.size()}{args.tag}", r))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,21 @@ class ArgumentParser(argparse.ArgumentParser):
             description=doc, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs
         )
 
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, plus ``--deadline``, which every example has: the watchdog's limit."""
+        if "--deadline" not in self._option_string_actions:
+            self.add_argument(
+                "--deadline",
+                type=non_negative_float,
+                metavar="SECONDS",
+                help="end the job (MPI_Abort, naming the ranks missing) if a rank waits this "
+                "long in one collective; 0: no fixed limit (PGMPI_DEADLINE, else 1800)",
+            )
+        parsed = super().parse_args(args, namespace)
+        if parsed.deadline is not None:
+            mpi.set_deadline(parsed.deadline)
+        return parsed
+
     def _print_message(self, message, file=None):
         if mpi.is_root():
             super()._print_message(message, file)
@@ -76,6 +91,14 @@ def positive_float(text: str) -> float:
     value = _number(text)
     if not (value > 0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite float >= 0."""
+    value = _number(text)
+    if not (0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
     return value
 
 

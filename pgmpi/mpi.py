@@ -19,16 +19,21 @@ Failure semantics (see README "Guarantees"):
 * Inside :func:`deferred_interrupts` (the training loops), Ctrl-C only sets a flag; the
   ranks agree on it with :func:`interrupt_requested` at an update boundary, save, and raise
   KeyboardInterrupt together, which ends the job with status 130.
+* A rank that stays in one collective past its deadline (:func:`set_deadline`; a rank or
+  host stopped or cut off) ends the job with ``MPI_Abort``; the root names the ranks that
+  did not arrive or fell silent.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
 import threading
 import time
 import traceback
+from collections import deque
 from contextlib import contextmanager
 
 import numpy as np
@@ -79,13 +84,18 @@ def library_version() -> str:
 
 def broadcast_(buffer: np.ndarray) -> np.ndarray:
     """Overwrite ``buffer`` on every rank with the root's copy, in place. Collective."""
+    _arrive()
     _COMM.Bcast(buffer, root=0)
+    _left()
     return buffer
 
 
 def broadcast_object(obj):
     """The root's ``obj`` on every rank (small objects only: pickled). Collective."""
-    return _COMM.bcast(obj, root=0)
+    _arrive()
+    obj = _COMM.bcast(obj, root=0)
+    _left()
+    return obj
 
 
 def _arrive() -> None:
@@ -95,11 +105,236 @@ def _arrive() -> None:
     between bytecodes), so a rank that finished its share early and waits for the others
     would never report the interrupt. Polling a non-blocking barrier keeps every waiting
     rank interruptible; the collective that follows then finds every rank present.
+
+    This is also where the watchdog (see :func:`set_deadline`) starts the clock: each rank
+    tells the root which collective it reached (one small non-blocking send), and stays
+    "inside" until :func:`_left` at the end of the collective.
     """
+    if _COMM.Get_size() == 1:
+        return
+    _WATCH.enter()
+    request, polls = _COMM.Ibarrier(), 0
+    while not request.Test():
+        time.sleep(2e-4)
+        polls += 1
+        if not _WATCH.threads and polls % 2000 == 0:
+            _WATCH.check()
+
+
+def _left() -> None:
+    """The collective that followed :func:`_arrive` has returned: stop its clock."""
     if _COMM.Get_size() > 1:
-        request = _COMM.Ibarrier()
-        while not request.Test():
-            time.sleep(2e-4)
+        _WATCH.leave()
+
+
+class _Watchdog:
+    """The deadline on collectives, kept by a daemon thread.
+
+    The thread, not the waiting loop, keeps the deadline, because a rank can also hang
+    inside the C call after the barrier (a host stopped or cut off between the two), where
+    no Python runs on the main thread; mpi4py releases the GIL there, and MPI was started
+    with ``MPI_THREAD_MULTIPLE``, so the thread may send and abort. While its rank is inside
+    a collective, the thread tells the root every second; the root, who hears from every
+    rank, names those that never arrived and those that fell silent.
+    """
+
+    TAG = 0x7067  # point-to-point tag of arrival numbers sent to the root (COMM_WORLD)
+    GRACE_S = 5.0  # other ranks wait this much longer, so the root, who can name, speaks
+    SILENT_S = 3.0  # a rank inside a collective writes every second: this long is silence
+
+    def __init__(self):
+        self.limit, self.factor, self.floor = _deadline_from_env()
+        self.count = 0  # collectives this rank has arrived at
+        self.entered: float | None = None  # when this rank arrived at the current one
+        self.last_done: float | None = None
+        self.recent: deque[float] = deque(maxlen=20)  # seconds between collectives
+        self.sends: list = []  # (request, buffer) of messages still in flight
+        n = _COMM.Get_size()
+        self.seen = np.zeros(n, dtype=np.int64)  # root: last collective reached, per rank
+        self.heard = np.full(n, time.monotonic())  # root: when each rank last wrote
+        self.sent = 0  # messages this rank has sent to the root
+        self.received = np.zeros(n, dtype=np.int64)  # root: messages received per rank
+        self.lock = threading.Lock()  # the main thread and the watchdog both send / receive
+        self.thread: threading.Thread | None = None
+        self.used = False  # whether the deadline was on at any arrival
+        self.beat = 0.0  # seconds into the current wait of the last word to the root
+        # Without MPI_THREAD_MULTIPLE (mpi4py's default, unless changed) the thread may not
+        # call MPI: the waiting loop checks instead, which misses a hang inside the C call.
+        self.threads = MPI.Query_thread() == MPI.THREAD_MULTIPLE
+
+    def on(self) -> bool:
+        return self.limit > 0 or self.factor > 0
+
+    def enter(self) -> None:
+        self.count += 1
+        self.entered = time.monotonic()
+        self.used = self.used or self.on()  # the same on every rank, as the settings are
+        self.beat = 0.0
+        self.tell_root()
+        if self.thread is None and self.on() and self.threads:
+            self.thread = threading.Thread(target=self.watch, name="pgmpi-watchdog", daemon=True)
+            self.thread.start()
+
+    def leave(self) -> None:
+        now = time.monotonic()
+        if self.last_done is not None:
+            self.recent.append(now - self.last_done)
+        self.last_done, self.entered = now, None
+
+    def deadline(self) -> tuple[float | None, str]:
+        """Seconds this rank may spend in one collective, and why (None: no deadline)."""
+        limits = []
+        if self.limit > 0:
+            limits.append((self.limit, f"the limit of {self.limit:g} s (PGMPI_DEADLINE)"))
+        recent = list(self.recent)
+        if self.factor > 0 and recent:
+            rule = max(self.floor, self.factor * max(recent))
+            limits.append(
+                (rule, f"{self.factor:g} x the longest of the last {len(recent)} intervals "
+                       f"between collectives ({max(recent):.3g} s), at least {self.floor:g} s "
+                       "(PGMPI_DEADLINE_FACTOR, PGMPI_DEADLINE_FLOOR)")
+            )  # fmt: skip
+        if not limits:
+            return None, ""
+        seconds, why = min(limits)
+        if _COMM.Get_rank() != 0:
+            seconds += self.GRACE_S + 0.1 * seconds
+        return seconds, why
+
+    def tell_root(self) -> None:
+        """Root: note its own arrival and read the others'; others: send theirs (8 bytes)."""
+        with self.lock:
+            self.sends = [(r, b) for r, b in self.sends if not r.Test()]
+            if _COMM.Get_rank() == 0:
+                self.seen[0], self.heard[0] = self.count, time.monotonic()
+                self.drain()
+            elif self.on():
+                buf = np.array([self.count], dtype=np.int64)
+                self.sends.append((_COMM.Isend(buf, dest=0, tag=self.TAG), buf))
+                self.sent += 1
+
+    def drain(self) -> None:
+        """Root: receive every arrival number that has come in (hold the lock)."""
+        status, buf = MPI.Status(), np.zeros(1, dtype=np.int64)
+        while _COMM.Iprobe(source=MPI.ANY_SOURCE, tag=self.TAG, status=status):
+            r = status.Get_source()
+            _COMM.Recv(buf, source=r, tag=self.TAG)
+            self.seen[r], self.heard[r] = max(self.seen[r], buf[0]), time.monotonic()
+            self.received[r] += 1
+
+    def close(self) -> None:
+        """At exit: the root receives every message still on its way, so that no send is
+        left pending at ``MPI_Finalize`` (over TCP that would wait forever)."""
+        if not self.used:
+            return  # the deadline was off at every arrival: nothing was sent
+        self.entered = None
+        with self.lock:
+            self.limit = self.factor = 0.0  # the thread stops writing
+            sent = _COMM.gather(self.sent, root=0)
+            if sent is not None:
+                buf = np.zeros(1, dtype=np.int64)
+                for r in range(1, len(sent)):
+                    for _ in range(sent[r] - int(self.received[r])):
+                        _COMM.Recv(buf, source=r, tag=self.TAG)
+            MPI.Request.Waitall([r for r, _ in self.sends])
+            self.sends = []
+
+    def watch(self) -> None:
+        """The thread: every half second, check."""
+        while True:
+            time.sleep(0.5)
+            self.check()
+
+    def check(self) -> None:
+        """Inside a collective: tell the root every second, and abort past the deadline."""
+        entered, count = self.entered, self.count
+        if entered is None or not self.on():
+            return
+        waited = time.monotonic() - entered
+        if waited - self.beat >= 1.0:
+            self.beat = waited
+            self.tell_root()
+        limit, why = self.deadline()
+        if limit is not None and waited > limit and self.entered == entered:
+            self.expire(waited, why, count)
+
+    def expire(self, waited: float, why: str, c: int) -> None:
+        """The deadline passed: say who is missing (the root knows) and abort the job."""
+        me, n = _COMM.Get_rank(), _COMM.Get_size()
+        if me == 0:
+            with self.lock:
+                self.drain()
+            now = time.monotonic()
+            missing = [r for r in range(n) if self.seen[r] < c]
+            silent = [r for r in range(1, n) if self.seen[r] >= c]
+            silent = [r for r in silent if now - self.heard[r] > self.SILENT_S]
+            parts = []
+            if missing:
+                last = "/".join(map(str, sorted({int(self.seen[r]) for r in missing})))
+                parts.append(f"rank(s) {missing} did not arrive (last arrived at {last})")
+            if silent:
+                quiet = min(now - self.heard[r] for r in silent)
+                parts.append(
+                    f"rank(s) {silent} arrived but have sent nothing for {quiet:.1f} s or "
+                    "more (stopped, or their host unreachable)"
+                )
+            found = "; ".join(parts) or "every rank arrived and still answers"
+            text = (
+                f"pgmpi: watchdog: collective {c} did not complete within {waited:.1f} s, "
+                f"{why}: {found}; aborting all {n} ranks"
+            )
+        else:
+            text = (
+                f"[rank {me}] pgmpi: watchdog: waited {waited:.1f} s in collective {c}, "
+                f"{why} plus {self.GRACE_S:g} s and 10%, and rank 0 did not end the job: "
+                f"rank 0 is not answering (stopped, or its host unreachable); "
+                f"aborting all {n} ranks"
+            )
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+        _abort(1)
+
+
+def _deadline_from_env() -> tuple[float, float, float]:
+    """(limit, factor, floor) in seconds from PGMPI_DEADLINE*, with the defaults."""
+    values = []
+    for name, default in (("", 1800.0), ("_FACTOR", 50.0), ("_FLOOR", 300.0)):
+        text = os.environ.get("PGMPI_DEADLINE" + name, "")
+        try:
+            value = default if text == "" else 0.0 if text == "off" else float(text)
+        except ValueError:
+            value = -1.0
+        if not value >= 0 or value == float("inf"):
+            # Read the same way on every rank (the launcher passes one environment), so
+            # this error is raised everywhere at the same point, at import.
+            raise ConfigError(
+                f"PGMPI_DEADLINE{name} must be a number of seconds >= 0 or 'off', got {text!r}"
+            )
+        values.append(value)
+    return values[0], values[1], values[2]
+
+
+def set_deadline(
+    seconds: float | None = None, factor: float | None = None, floor: float | None = None
+) -> None:
+    """Set the watchdog on collectives (None leaves a value as it is).
+
+    With more than one rank, a rank that waits at a collective longer than its deadline
+    ends the job with ``MPI_Abort``, and the root names the ranks that did not arrive. The
+    deadline is the smaller of ``seconds`` (default 1800, env ``PGMPI_DEADLINE``) and
+    ``factor`` x the longest of this rank's last 20 intervals between collectives, but at
+    least ``floor`` (defaults 50 and 300 s, env ``PGMPI_DEADLINE_FACTOR`` and
+    ``PGMPI_DEADLINE_FLOOR``). 0 turns a rule off; both off, no deadline. Ranks other than
+    the root wait 5 s and 10% longer, so the root speaks first. Call it on every rank with
+    the same values; not collective.
+    """
+    for name, value in (("seconds", seconds), ("factor", factor), ("floor", floor)):
+        if value is not None and not (0 <= value < float("inf")):
+            raise ConfigError(f"set_deadline: {name} must be a finite number >= 0, got {value!r}")
+    w = _WATCH
+    w.limit = w.limit if seconds is None else float(seconds)
+    w.factor = w.factor if factor is None else float(factor)
+    w.floor = w.floor if floor is None else float(floor)
 
 
 def allreduce_sum_(buffer: np.ndarray) -> np.ndarray:
@@ -107,6 +342,7 @@ def allreduce_sum_(buffer: np.ndarray) -> np.ndarray:
     if size() > 1:
         _arrive()
         _COMM.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+        _left()
     return buffer
 
 
@@ -164,13 +400,18 @@ class ExactSum:
 
 def gather_stats(values: dict) -> list[dict] | None:
     """Every rank's small ``values`` dict, as a list on the root (None elsewhere). Collective."""
-    return _COMM.gather(values, root=0)
+    _arrive()
+    gathered = _COMM.gather(values, root=0)
+    _left()
+    return gathered
 
 
 def allgather_object(obj) -> list:
     """Every rank's small ``obj``, as a list indexed by rank, on every rank. Collective."""
     _arrive()
-    return _COMM.allgather(obj)
+    gathered = _COMM.allgather(obj)
+    _left()
+    return gathered
 
 
 def global_stats(x: np.ndarray) -> tuple[float, float, float, float]:
@@ -181,7 +422,9 @@ def global_stats(x: np.ndarray) -> tuple[float, float, float, float]:
     mean = sums[1] / n
     lo = np.array([x.min() if x.size else np.inf, -(x.max() if x.size else -np.inf)])
     if size() > 1:
+        _arrive()
         _COMM.Allreduce(MPI.IN_PLACE, lo, op=MPI.MIN)
+        _left()
     std = float(np.sqrt(max(sums[2] / n - mean**2, 0.0)))
     return float(mean), std, float(lo[0]), float(-lo[1])
 
@@ -259,6 +502,7 @@ def interrupt_requested() -> bool:
 def barrier() -> None:
     """Return once every rank has called this (waits interruptibly). Collective."""
     _arrive()
+    _left()
 
 
 def _excepthook(kind, value, tb) -> None:
@@ -293,3 +537,9 @@ def _abort(code: int) -> None:
 # their next collective until the allocation runs out. PGMPI_NO_ABORT=1 turns this off.
 if size() > 1 and os.environ.get("PGMPI_NO_ABORT") != "1":
     sys.excepthook = _excepthook
+
+# Read after the hook is in place, so a bad PGMPI_DEADLINE* is one message, by the root.
+_WATCH = _Watchdog()
+if size() > 1:
+    # atexit runs last-registered first: this before mpi4py's MPI_Finalize.
+    atexit.register(_WATCH.close)
