@@ -217,6 +217,8 @@ def test_the_step_runs(page, tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(ROOT, repo, ignore=COPY_IGNORE)
     (repo / "runs" / "tutorial").mkdir(parents=True)  # made by the README's first block
+    if sys.prefix != sys.base_prefix:  # the reader's `source .venv/bin/activate`: this venv
+        (repo / ".venv").symlink_to(sys.prefix, target_is_directory=True)
     env = dict(
         os.environ,
         **quick_settings(),
