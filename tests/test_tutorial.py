@@ -151,6 +151,11 @@ def test_every_size_variable_is_used():
         assert name in quick, f"${{{name}:-...}} is used but not in the quick settings"
 
 
+def _code(line: str) -> str:
+    """A line of Python without indentation or trailing comment (excerpts add comments)."""
+    return line.split("  #", 1)[0].strip()
+
+
 def _help(script: Path) -> str:
     proc = subprocess.run(
         [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120,
@@ -161,8 +166,10 @@ def _help(script: Path) -> str:
 
 
 def test_blocks_that_are_not_run_parse_and_name_real_files_and_flags():
-    """A no-test block cannot run here, so check what can be: its syntax, the repository
-    files it names, and that each flag it passes to one of our scripts is in its --help."""
+    """A no-test block cannot run here, so check what can be: its syntax; for a Python
+    excerpt, that each of its lines is still in the file it quotes; for a shell block, that
+    the repository files it names exist and each flag it passes to one of our scripts is in
+    its --help."""
     helps: dict[Path, str] = {}
     for page in PAGES:
         for b in blocks(page):
@@ -170,10 +177,14 @@ def test_blocks_that_are_not_run_parse_and_name_real_files_and_flags():
                 continue
             if b.lang == "python":
                 ast.parse(b.code)  # excerpts must at least be Python
-                for name in re.findall(r"^def (\w+)|^class (\w+)", b.code, re.M):
-                    name = name[0] or name[1]
-                    hits = list((ROOT / "pgmpi").glob("*.py"))
-                    assert any(f"def {name}(" in p.read_text() for p in hits), f"{b}: {name}"
+                excerpt = re.match(r"an excerpt of .*?([\w/]+\.py)", b.reason)
+                assert excerpt, f"{b}: a Python no-test block must say `an excerpt of FILE.py`"
+                source = {
+                    _code(line) for line in (ROOT / excerpt.group(1)).read_text().splitlines()
+                }
+                for line in b.code.splitlines():
+                    if _code(line) not in ("", "...") and not line.lstrip().startswith("#"):
+                        assert _code(line) in source, f"{b}: not in {excerpt.group(1)}: {line}"
                 continue
             syntax = subprocess.run(["bash", "-n"], input=b.code, capture_output=True, text=True)
             assert syntax.returncode == 0, f"{b}: {syntax.stderr}"
