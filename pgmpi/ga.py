@@ -98,7 +98,10 @@ class PrunedGA:
     ):
         h, E, w, b = hidden_sizes, episodes_per_individual, complexity_weight, blas_threads
         ok_h = isinstance(h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h)
-        problem = PruningOptimizer.check(population_size, elite_fraction, prune_rate, seed)
+        problem = mpi.launcher_problem()  # before anything is made or written
+        problem = problem or PruningOptimizer.check(
+            population_size, elite_fraction, prune_rate, seed
+        )
         problem = problem or first_problem(
             [
                 (ok_h, "hidden_sizes", h, "a list of ints >= 1"),

@@ -126,7 +126,7 @@ class ParallelPG:
         quiet: bool = False,
     ):
         n = mpi.size()
-        problem = first_problem([
+        problem = mpi.launcher_problem() or first_problem([  # launcher first: nothing written
             (is_int(hidden_size) and hidden_size >= 1, "hidden_size", hidden_size, "an int >= 1"),
             (optimizer in ("adam", "rmsprop"), "optimizer", optimizer, "'adam' or 'rmsprop'"),
             (is_real(learning_rate) and learning_rate > 0, "learning_rate", learning_rate, "> 0"),
