@@ -102,15 +102,16 @@ def launcher_problem(environ=None, ranks: int | None = None) -> str | None:
     if ranks != 1 or started <= 1:
         return None
     hint = (
-        "`srun --mpi=pmix` (Open MPI)"
+        "`srun --mpi=pmix` (Open MPI"
         if library_version().startswith("Open MPI")
-        else "`srun --mpi=pmi2` (MPICH, as in the mpich pip wheel)"
+        else "`srun --mpi=pmi2` (MPICH, as in the mpich pip wheel"
     )
     return (
         f"the launcher started {started} processes ({name}={started}), but MPI gives each 1 "
         f"rank: they would run as {started} separate trainings writing the same files. "
-        f"Start them with {hint} (see `srun --mpi=list`), or with `mpirun -n {started}` "
-        "inside the allocation (the mpirun of the MPI that mpi4py was built with)"
+        f"Start them with {hint}; `srun --mpi=list` shows what this Slurm offers) or with "
+        f"`mpirun -n {started}` inside the allocation (the mpirun of the MPI that mpi4py was "
+        "built with)"
     )
 
 
@@ -279,5 +280,8 @@ def _abort(code: int) -> None:
 
 # With several ranks, an exception on one rank would otherwise leave the others blocked in
 # their next collective until the allocation runs out. PGMPI_NO_ABORT=1 turns this off.
-if size() > 1 and os.environ.get("PGMPI_NO_ABORT") != "1":
+# One of several processes that a launcher started as lone ranks gets it too, so the
+# launcher_problem() error is one line per process instead of a traceback each.
+_SEVERAL = size() > 1 or launcher_problem() is not None
+if _SEVERAL and os.environ.get("PGMPI_NO_ABORT") != "1":
     sys.excepthook = _excepthook
