@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 MPIRUN := $(VENV)/bin/mpirun
 RANKS ?= 2
 
-.PHONY: demo test lint tier1 tier2 tier3 clean
+.PHONY: demo test lint tier1 tier2 tier3 tier-slurm clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,15 +20,15 @@ demo: $(VENV)/.installed
 	timeout 600 $(MPIRUN) -n $(RANKS) $(PY) examples/pong.py --minutes 3 --log-dir runs/pong-demo
 	$(PY) -m pgmpi.plot runs/pong-demo --out runs/pong-demo/progress.png
 
-# Lint, then the three test tiers; every mpirun is bounded by timeout.
-test: $(VENV)/.installed lint tier1 tier2 tier3
+# Lint, then the three test tiers and a real Slurm's; every mpirun is bounded by timeout.
+test: $(VENV)/.installed lint tier1 tier2 tier3 tier-slurm
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check pgmpi tests examples benchmarks
 	$(VENV)/bin/ruff check pgmpi tests examples benchmarks
 
 tier1: $(VENV)/.installed
-	timeout 1200 $(PY) -m pytest -q -m "not mpi and not launcher" tests
+	timeout 1200 $(PY) -m pytest -q -m "not mpi and not launcher and not slurm" tests
 
 tier2: $(VENV)/.installed
 	timeout 600 $(MPIRUN) -n 1 $(PY) -m pytest -q -p no:cacheprovider -m mpi tests
@@ -36,6 +36,12 @@ tier2: $(VENV)/.installed
 
 tier3: $(VENV)/.installed
 	timeout 2400 $(PY) -m pytest -q -m launcher tests
+
+# A one-host Slurm (apt's slurm-wlm and munge, tests/slurm/): sbatch, srun --mpi=pmi2, a
+# refused plain srun, the BLAS cap. Prints "skipped: REASON" and passes where Slurm cannot run
+# (not root, no apt, daemons that do not start); its daemons are stopped by PID.
+tier-slurm: $(VENV)/.installed
+	timeout 1200 tests/slurm/cluster.sh test $(PY)
 
 clean:
 	rm -rf $(VENV) runs *.egg-info
