@@ -65,7 +65,9 @@ class PrunedGA:
         complexity_weight: weight of the connections-kept penalty (1 in the original).
         seed: root seed of every random stream in the run.
         log_dir: folder for ``progress.csv``; None to print only.
-        blas_threads: BLAS threads per rank; None means cores per node / ranks per node.
+        blas_threads: BLAS threads per rank; None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK,
+            else the affinity mask, else cores per node / ranks per node
+            (:func:`pgmpi.threads.default_threads`).
         quiet: print nothing (the CSV is still written).
 
     Attributes:

@@ -93,7 +93,9 @@ class ParallelPG:
         exact_reduction: sum gradients exactly in fixed point, so results do not depend on
             the rank count; False uses a plain float32 Allreduce.
         log_dir: folder for ``progress.csv``; None to print only.
-        blas_threads: BLAS threads per rank; None means cores per node / ranks per node.
+        blas_threads: BLAS threads per rank; None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK,
+            else the affinity mask, else cores per node / ranks per node
+            (:func:`pgmpi.threads.default_threads`).
         quiet: print nothing (the CSV is still written).
 
     Raises:
