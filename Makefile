@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 MPIRUN := $(VENV)/bin/mpirun
 RANKS ?= 2
 
-.PHONY: demo test lint tier1 tier2 tier3 hosts clean
+.PHONY: demo test lint tier1 tier2 tier3 tier-hosts tier-slurm clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,15 +20,16 @@ demo: $(VENV)/.installed
 	timeout 600 $(MPIRUN) -n $(RANKS) $(PY) examples/pong.py --minutes 3 --log-dir runs/pong-demo
 	$(PY) -m pgmpi.plot runs/pong-demo --out runs/pong-demo/progress.png
 
-# Lint, then the three test tiers and the two-host tier; every mpirun is bounded by timeout.
-test: $(VENV)/.installed lint tier1 tier2 tier3 hosts
+# Lint, then the three test tiers, two hosts over TCP and a real Slurm; every mpirun is
+# bounded by timeout.
+test: $(VENV)/.installed lint tier1 tier2 tier3 tier-hosts tier-slurm
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check pgmpi tests examples benchmarks
 	$(VENV)/bin/ruff check pgmpi tests examples benchmarks
 
 tier1: $(VENV)/.installed
-	timeout 1200 $(PY) -m pytest -q -m "not mpi and not launcher and not hosts" tests
+	timeout 1200 $(PY) -m pytest -q -m "not mpi and not launcher and not hosts and not slurm" tests
 
 tier2: $(VENV)/.installed
 	timeout 600 $(MPIRUN) -n 1 $(PY) -m pytest -q -p no:cacheprovider -m mpi tests
@@ -39,8 +40,14 @@ tier3: $(VENV)/.installed
 
 # Two hosts from Linux namespaces, ranks over TCP (tests/hosts/twohosts.sh); needs root,
 # ip and unshare, and skips with the reason printed where it cannot run.
-hosts: $(VENV)/.installed
+tier-hosts: $(VENV)/.installed
 	timeout 900 $(PY) -m pytest -q -rs -s -m hosts tests
+
+# A one-host Slurm (apt's slurm-wlm and munge, tests/slurm/): sbatch, srun --mpi=pmi2, a
+# refused plain srun, the BLAS cap. Prints "skipped: REASON" and passes where Slurm cannot run
+# (not root, no apt, daemons that do not start); its daemons are stopped by PID.
+tier-slurm: $(VENV)/.installed
+	timeout 1200 tests/slurm/cluster.sh test $(PY)
 
 clean:
 	rm -rf $(VENV) runs *.egg-info

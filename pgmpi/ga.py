@@ -67,7 +67,9 @@ class PrunedGA:
             (envs without a time limit would otherwise run forever).
         seed: root seed of every random stream in the run.
         log_dir: folder for ``progress.csv``; None to print only.
-        blas_threads: BLAS threads per rank; None means cores per node / ranks per node.
+        blas_threads: BLAS threads per rank; None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK,
+            else the affinity mask, else cores per node / ranks per node
+            (:func:`pgmpi.threads.default_threads`).
         quiet: print nothing (the CSV is still written).
 
     Attributes:
@@ -101,7 +103,10 @@ class PrunedGA:
     ):
         h, E, w, b = hidden_sizes, episodes_per_individual, complexity_weight, blas_threads
         ok_h = isinstance(h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h)
-        problem = PruningOptimizer.check(population_size, elite_fraction, prune_rate, seed)
+        problem = mpi.launcher_problem()  # before anything is made or written
+        problem = problem or PruningOptimizer.check(
+            population_size, elite_fraction, prune_rate, seed
+        )
         problem = problem or first_problem(
             [
                 (ok_h, "hidden_sizes", h, "a list of ints >= 1"),

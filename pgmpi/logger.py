@@ -128,11 +128,14 @@ def lock_log_dir(folder: str | Path) -> str | None:
 
 
 def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:
-    """The first line of a run: version, algorithm, env, ranks, MPI library, BLAS threads."""
+    """The first line of a run: version, algorithm, env, ranks, MPI library, BLAS threads
+    per rank and where that count came from (``blas`` is :func:`threads.cap_blas_threads`'s)."""
+    n = blas["threads"]
+    source = f" from {blas['source']}" if blas.get("source") else ""
     return (
         f"pgmpi {__version__} {algorithm} | env {env} | ranks {mpi.size()} | "
-        f"{mpi.library_version()} | BLAS {blas['blas']}, {blas['threads']} thread(s)/rank"
-        f" | {details}"
+        f"{mpi.library_version()} | BLAS {blas['blas']}, {n} thread{'s' * (n != 1)}/rank"
+        f"{source} | {details}"
     )
 
 

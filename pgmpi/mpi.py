@@ -79,7 +79,51 @@ def ranks_on_node() -> int:
 
 def library_version() -> str:
     """First line of the MPI library's version string, e.g. ``MPICH Version: 5.0.2``."""
-    return " ".join(MPI.Get_library_version().split("\n", 1)[0].split())
+    # Open MPI's string ends in a NUL byte, which would otherwise reach the run header.
+    text = MPI.Get_library_version().replace("\0", "")
+    return " ".join(text.split("\n", 1)[0].split())
+
+
+# Where launchers write how many processes they started, most specific first. Slurm's
+# SLURM_NTASKS is left out: it is the allocation's count, also seen by a batch script that
+# rightly runs one process (and by mpirun's ranks inside an allocation).
+LAUNCHER_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
+
+
+def launcher_problem(environ=None, ranks: int | None = None) -> str | None:
+    """Why this job's launcher and MPI disagree on the rank count, or None if they agree.
+
+    ``srun`` without the PMI plugin that mpi4py's MPI speaks (plain ``srun`` or
+    ``--mpi=none`` for MPICH; anything but ``--mpi=pmix`` for Open MPI) starts N processes
+    that each initialise MPI alone: N one-rank runs writing the same log and checkpoint.
+
+    Args:
+        environ: the environment to read (default ``os.environ``).
+        ranks: the rank count MPI reports (default :func:`size`).
+    """
+    environ = os.environ if environ is None else environ
+    ranks = size() if ranks is None else ranks
+    for name in LAUNCHER_SIZES:
+        value = environ.get(name, "")
+        if value.isdigit():
+            started = int(value)
+            break
+    else:
+        return None
+    if ranks != 1 or started <= 1:
+        return None
+    hint = (
+        "`srun --mpi=pmix` (Open MPI"
+        if library_version().startswith("Open MPI")
+        else "`srun --mpi=pmi2` (MPICH, as in the mpich pip wheel"
+    )
+    return (
+        f"the launcher started {started} processes ({name}={started}), but MPI gives each 1 "
+        f"rank: they would run as {started} separate trainings writing the same files. "
+        f"Start them with {hint}; `srun --mpi=list` shows what this Slurm offers) or with "
+        f"`mpirun -n {started}` inside the allocation (the mpirun of the MPI that mpi4py was "
+        "built with)"
+    )
 
 
 def broadcast_(buffer: np.ndarray) -> np.ndarray:
@@ -535,7 +579,10 @@ def _abort(code: int) -> None:
 
 # With several ranks, an exception on one rank would otherwise leave the others blocked in
 # their next collective until the allocation runs out. PGMPI_NO_ABORT=1 turns this off.
-if size() > 1 and os.environ.get("PGMPI_NO_ABORT") != "1":
+# One of several processes that a launcher started as lone ranks gets it too, so the
+# launcher_problem() error is one line per process instead of a traceback each.
+_SEVERAL = size() > 1 or launcher_problem() is not None
+if _SEVERAL and os.environ.get("PGMPI_NO_ABORT") != "1":
     sys.excepthook = _excepthook
 
 # Read after the hook is in place, so a bad PGMPI_DEADLINE* is one message, by the root.

@@ -99,7 +99,9 @@ class ParallelPG:
         exact_reduction: sum gradients exactly in fixed point, so results do not depend on
             the rank count; False uses a plain float32 Allreduce.
         log_dir: folder for ``progress.csv``; None to print only.
-        blas_threads: BLAS threads per rank; None means cores per node / ranks per node.
+        blas_threads: BLAS threads per rank; None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK,
+            else the affinity mask, else cores per node / ranks per node
+            (:func:`pgmpi.threads.default_threads`).
         quiet: print nothing (the CSV is still written).
 
     Raises:
@@ -133,7 +135,7 @@ class ParallelPG:
         quiet: bool = False,
     ):
         n = mpi.size()
-        problem = first_problem([
+        problem = mpi.launcher_problem() or first_problem([  # launcher first: nothing written
             (is_int(hidden_size) and hidden_size >= 1, "hidden_size", hidden_size, "an int >= 1"),
             (optimizer in ("adam", "rmsprop"), "optimizer", optimizer, "'adam' or 'rmsprop'"),
             (is_real(learning_rate) and learning_rate > 0, "learning_rate", learning_rate, "> 0"),

@@ -1,12 +1,13 @@
 """Helpers for tier-3 tests: run a script under ``mpirun -n N`` in a subprocess, bounded.
 
 The ``mpirun`` next to this Python (the ``mpich`` wheel's, inside the venv) is preferred
-over one on PATH. Every launch has a timeout, so a deadlock fails the test instead of
-hanging the suite.
+over one on PATH; Open MPI's is told it may run as root and oversubscribe. Every launch has
+a timeout, so a deadlock fails the test instead of hanging the suite.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -27,6 +28,32 @@ def mpirun() -> str:
     return found
 
 
+@functools.cache
+def is_open_mpi(launcher: str) -> bool:
+    """True if ``launcher`` is Open MPI's mpirun (its ``--version`` names Open MPI)."""
+    out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=60)
+    return "open mpi" in (out.stdout + out.stderr).lower()
+
+
+def mpi_command(n: int, args: list[str], env: dict | None = None) -> tuple[list[str], dict]:
+    """The command line and environment of ``mpirun -n n python ARGS``.
+
+    Open MPI's mpirun refuses to run as root (CI containers are root) unless told twice, and
+    refuses more ranks than cores (the tests start up to 8 on 2 cores) without
+    ``--oversubscribe``; MPICH's ignores both variables and needs no flag.
+    """
+    launcher = mpirun()
+    full_env = dict(
+        os.environ,
+        PYTHONUNBUFFERED="1",
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        **(env or {}),
+    )
+    extra = ["--oversubscribe"] if is_open_mpi(launcher) else []
+    return [launcher, *extra, "-n", str(n), sys.executable, *args], full_env
+
+
 def run_mpi(
     n: int, args: list[str], timeout: float = 300, env: dict | None = None, cwd: Path | str = ROOT
 ) -> subprocess.CompletedProcess:
@@ -35,8 +62,7 @@ def run_mpi(
     The returned object has ``returncode``, ``stdout``, ``stderr`` (text) and ``seconds``.
     A run past ``timeout`` raises ``subprocess.TimeoutExpired`` after killing the job.
     """
-    full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
-    cmd = [mpirun(), "-n", str(n), sys.executable, *args]
+    cmd, full_env = mpi_command(n, args, env)
     start = time.monotonic()
     proc = subprocess.run(
         cmd,
@@ -54,10 +80,11 @@ def run_mpi(
 @contextmanager
 def started_mpi(n: int, args: list[str], cwd: Path | str = ROOT):
     """``mpirun -n n python ARGS`` running in the background (text pipes); killed on exit."""
-    cmd = [mpirun(), "-n", str(n), sys.executable, *args]
+    cmd, env = mpi_command(n, args)
     job = subprocess.Popen(
         cmd,
         cwd=cwd,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
