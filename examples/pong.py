@@ -13,7 +13,8 @@ Adam with learning rate 2e-3 on the mean gradient. "karpathy" is the post's: 10 
 per update, summed gradient, RMSProp 1e-4. Any flag given replaces the preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
 --checkpoint-every updates and at the end, and writes LOG_DIR/progress.csv (plot it with
-``python -m pgmpi.plot LOG_DIR``).
+``python -m pgmpi.plot LOG_DIR``); --trace adds LOG_DIR/trace.csv, each rank's time per
+update (draw it with ``python -m pgmpi.plot --timeline LOG_DIR``).
 """
 
 from pathlib import Path
@@ -42,6 +43,12 @@ def main() -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="root seed of the run (0)")
     p.add_argument(
+        "--trace",
+        action="store_true",
+        help="write LOG_DIR/trace.csv: each rank's seconds playing, computing gradients, "
+        "waiting at the Allreduce and updating, per update (python -m pgmpi.plot --timeline)",
+    )
+    p.add_argument(
         "--log-dir",
         type=Path,
         default=Path("runs/pong"),
@@ -62,7 +69,7 @@ def main() -> None:
 
     checkpoint = args.log_dir / "checkpoint.npz"
     if args.resume:
-        agent = ParallelPG.load(checkpoint, log_dir=args.log_dir)
+        agent = ParallelPG.load(checkpoint, log_dir=args.log_dir, trace=args.trace)
     else:
         flags = ("hidden_size", "optimizer", "learning_rate", "slots", "steps_per_slot")
         given = {k: getattr(args, k) for k in flags if getattr(args, k) is not None}
@@ -72,6 +79,7 @@ def main() -> None:
             sticky_actions=args.sticky_actions,
             seed=args.seed,
             log_dir=args.log_dir,
+            trace=args.trace,
             **given,
         )
     agent.train(

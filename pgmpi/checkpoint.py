@@ -115,7 +115,7 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     """``load`` plus the constructor arguments to rebuild the object that was saved.
 
     ``overrides`` may replace the arguments that are not learning state: ``env`` (needed if it
-    was a factory), ``log_dir``, ``blas_threads`` and ``quiet``.
+    was a factory), ``log_dir``, ``blas_threads``, ``quiet`` and (ParallelPG) ``trace``.
 
     Returns:
         (arrays, metadata, keyword arguments for the algorithm's constructor).
@@ -123,7 +123,7 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     Collective: every rank must call this.
     """
     arrays, meta = load(path, algorithm)
-    unknown = sorted(set(overrides) - {"env", "log_dir", "blas_threads", "quiet"})
+    unknown = sorted(set(overrides) - {"env", "log_dir", "blas_threads", "quiet", "trace"})
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")
     return arrays, meta, dict(meta["config"], **overrides)

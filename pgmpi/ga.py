@@ -26,7 +26,7 @@ import numpy as np
 from pgmpi import checkpoint, mpi, rng, threads
 from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import make_gym
-from pgmpi.logger import Logger, run_header
+from pgmpi.logger import Logger, limits_note, run_header
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
@@ -245,12 +245,16 @@ class PrunedGA:
         """
         if not (is_int(checkpoint_every) and checkpoint_every >= 1):  # the same on every rank
             raise mpi.ConfigError(f"checkpoint_every must be an int >= 1, got {checkpoint_every!r}")
-        log, start = self._logger(), time.perf_counter()
+        log, start, first = self._logger(), time.perf_counter(), self.generation
         if generations is None and minutes is None and target_return is None:
             log.print("no limit given: training until interrupted")
         while generations is None or self.generation < generations:
             row, stop = self._generation(start, minutes)
-            log.log(row, self._log_line(row))
+            note = limits_note(
+                row["time/elapsed_s"], minutes, target_return,
+                generations=(first, self.generation, generations),
+            )  # fmt: skip
+            log.log(row, self._log_line(row) + note)
             if callback is not None:
                 callback(row)
             stop = stop or (

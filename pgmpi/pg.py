@@ -30,7 +30,7 @@ import numpy as np
 from pgmpi import checkpoint, mpi, rng, rollout, threads
 from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import PONG_DOWN, PONG_ID, PONG_UP, Game, pong_frame
-from pgmpi.logger import Logger, progress_line, rank_figures, run_header
+from pgmpi.logger import Logger, limits_note, progress_line, rank_figures, run_header
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -95,6 +95,9 @@ class ParallelPG:
         log_dir: folder for ``progress.csv``; None to print only.
         blas_threads: BLAS threads per rank; None means cores per node / ranks per node.
         quiet: print nothing (the CSV is still written).
+        trace: also write ``log_dir/trace.csv``: per update and rank, the seconds spent
+            playing, computing gradients, waiting at the Allreduce and applying the update
+            (``python -m pgmpi.plot --timeline LOG_DIR`` draws it). Needs a ``log_dir``.
 
     Raises:
         ConfigError (a ValueError): on every rank, naming the bad value, if an argument is
@@ -124,6 +127,7 @@ class ParallelPG:
         log_dir: str | Path | None = None,
         blas_threads: int | None = None,
         quiet: bool = False,
+        trace: bool = False,
     ):
         n = mpi.size()
         problem = first_problem([
@@ -144,6 +148,8 @@ class ParallelPG:
             (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
             (blas_threads is None or (is_int(blas_threads) and blas_threads >= 1),
              "blas_threads", blas_threads, "None or an int >= 1"),
+            (trace in (True, False), "trace", trace, "True or False"),
+            (not trace or log_dir is not None, "trace", trace, "with a log_dir to write to"),
         ])  # fmt: skip
         slots_note = "set" if slots is not None else f"default for {n} ranks"
         slots = slots if slots is not None else n * math.ceil(REFERENCE_SLOTS / n)
@@ -172,7 +178,7 @@ class ParallelPG:
             exact_reduction=exact_reduction,
         )  # fmt: skip
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
-        self.probe, self.log_dir, self.quiet = probe, log_dir, quiet
+        self.probe, self.log_dir, self.quiet, self.trace = probe, log_dir, quiet, trace
         self._make_env = env  # the id or factory itself: evaluation plays the same env
         self.blas = threads.cap_blas_threads(blas_threads)
         self.net = TwoLayerPolicy(
@@ -213,7 +219,7 @@ class ParallelPG:
         return self.net.gradient(piece.caches[:cut], np.array(piece.dlogits[:cut]) * adv[:, None])
 
     # ------------------------------------------------------------------ one update
-    def _one_update(self) -> tuple[list, dict]:
+    def _one_update(self, start: float) -> tuple[list, dict]:
         c, t0 = self.config, time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
         games = [self.games[k] for k in self.mine]
@@ -240,6 +246,7 @@ class ParallelPG:
         times = dict(
             play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2, total_s=time.perf_counter() - t0
         )
+        times["start_s"] = t0 - start  # where the update sits on this rank's timeline
         return finished, dict(times, steps=steps)
 
     # ------------------------------------------------------------------ training loop
@@ -272,9 +279,9 @@ class ParallelPG:
         log = self._logger()
         if (updates, episodes, minutes, target_return) == (None, None, None, None):
             log.print("no limit given: training until interrupted")
-        start = time.perf_counter()
+        start, first = time.perf_counter(), (self.update, self.episodes)
         while True:
-            finished, mine = self._one_update()
+            finished, mine = self._one_update(start)
             mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
             ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
             # In slot order, and in order of play within a slot: the same on any rank count.
@@ -287,7 +294,13 @@ class ParallelPG:
             self.episodes += len(games)
             self.steps += sum(r["steps"] for _, r in ranks)
             row = self._log_row(games, [r for _, r in ranks], time.perf_counter() - start)
-            log.log(row, progress_line(row))
+            if self.trace:  # every rank's times are here already: no extra collective
+                log.trace(self.update, [r for _, r in ranks])
+            note = limits_note(
+                row["time/elapsed_s"], minutes, target_return,
+                updates=(first[0], self.update, updates), games=(first[1], self.episodes, episodes),
+            )  # fmt: skip
+            log.log(row, progress_line(row) + note)
             if callback is not None:
                 callback(row)
             done = (
@@ -322,7 +335,9 @@ class ParallelPG:
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
-            self._log = Logger(self.log_dir, resume=self.update > 0, quiet=self.quiet)
+            self._log = Logger(
+                self.log_dir, resume=self.update > 0, quiet=self.quiet, trace=self.trace
+            )
             self._log.truncate(self.update)
             head = run_header(self.algorithm, self.config["env"], self.blas, self._header)
             self._log.print(f"{head} | update {self.update}")
@@ -390,7 +405,7 @@ class ParallelPG:
 
         ``overrides`` replace constructor arguments that are not part of the checkpoint's
         learning state: ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``,
-        ``quiet``. Collective: every rank must call this.
+        ``quiet``, ``trace``. Collective: every rank must call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)
