@@ -52,7 +52,7 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> 
     return path
 
 
-def _read(path: Path, algorithm: str) -> tuple[dict, dict]:
+def _read(path: Path, algorithm: str | None) -> tuple[dict, dict]:
     if not path.is_file():
         raise ValueError("no such file")
     if not zipfile.is_zipfile(path):  # else np.load would take it for a pickle
@@ -70,11 +70,21 @@ def _read(path: Path, algorithm: str) -> tuple[dict, dict]:
         meta = json.loads(arrays.pop(_META).tobytes().decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"corrupt metadata ({e})") from None
-    if meta.get("algorithm") != algorithm:
+    if algorithm is not None and meta.get("algorithm") != algorithm:
         raise ValueError(f"written by {meta.get('algorithm')!r}, not {algorithm!r}")
     if meta.get("format") != FORMAT:
         raise ValueError(f"checkpoint format {meta.get('format')!r}, this pgmpi reads {FORMAT}")
     return arrays, meta
+
+
+def algorithm_of(path: str | os.PathLike) -> str:
+    """The algorithm that wrote checkpoint ``path``, read by this process alone (no
+    collective). Raises ValueError naming the file and what is wrong with it."""
+    try:
+        _, meta = _read(Path(path), None)
+    except ValueError as e:
+        raise ValueError(f"cannot load checkpoint {str(path)!r}: {e}") from None
+    return str(meta.get("algorithm"))
 
 
 def load(path: str | os.PathLike, algorithm: str) -> tuple[dict[str, np.ndarray], dict]:

@@ -162,18 +162,30 @@ class PrunedGA:
         """Total return and steps of ``episodes`` episodes seeded from ``stream``, in a new env:
         Box2D envs carry state from one episode into the next, so reusing one would make the
         results depend on which individuals this rank happened to play before."""
-        env, total, steps, act = make_gym(self._env), 0.0, 0, self.net.act
+        env, total, steps = make_gym(self._env), 0.0, 0
         for _ in range(episodes):
             obs, _ = env.reset(seed=rng.env_seed(stream))
             done = False
             while not done:
-                a = act(weights, obs)
-                if self._bounds is not None:  # tanh's (-1, 1) stretched onto the env's bounds
-                    a = self._bounds[0] + (a + 1) * (self._bounds[1] - self._bounds[0]) / 2
-                obs, r, terminated, truncated, _ = env.step(a)
+                obs, r, terminated, truncated, _ = env.step(self._action(weights, obs))
                 total, steps, done = total + float(r), steps + 1, terminated or truncated
         env.close()
         return total, steps
+
+    def _action(self, weights: list[np.ndarray], obs: np.ndarray):
+        a = self.net.act(weights, obs)
+        if self._bounds is not None:  # tanh's (-1, 1) stretched onto the env's bounds
+            a = self._bounds[0] + (a + 1) * (self._bounds[1] - self._bounds[0]) / 2
+        return a
+
+    def act(self, observation: np.ndarray, mask: np.ndarray | None = None):
+        """The action network ``mask`` takes for one raw env observation, as in training: an
+        int, or a float vector within the env's bounds. ``mask`` defaults to the best ever
+        seen (before any generation: the first individual, as in :meth:`evaluate`)."""
+        if mask is None:
+            told = self.optimizer.best_fitness > -np.inf
+            mask = self.optimizer.best_mask if told else self.optimizer.population[0]
+        return self._action(self.net.weights(np.asarray(mask, dtype=bool)), observation)
 
     def _generation(self, start: float, minutes: float | None) -> tuple[dict, bool]:
         """Evaluate the population, tell the optimizer; returns (log row, stop vote)."""
