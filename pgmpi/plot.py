@@ -108,7 +108,7 @@ def timeline(log_dir: str | Path, out: str | Path | None = None, last: int | Non
     ax.invert_yaxis()
     ax.set_xlabel("seconds of training (each rank's clock; calls to train end to end)")
     updates = sorted({r["update"] for r in rows})
-    ax.set_title(f"{log_dir}: updates {updates[0]}-{updates[-1]}")
+    ax.set_title(f"{log_dir.name}: {len(ranks)} rank(s), updates {updates[0]}-{updates[-1]}")
     fig.legend(loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.12 / (1 + 0.5 * len(ranks)), 1, 1))
     out = Path(out) if out else log_dir / "timeline.png"
