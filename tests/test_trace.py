@@ -1,8 +1,8 @@
 """Tracing (``trace=True``, ``trace.csv``, ``python -m pgmpi.plot --timeline``) and the
 fraction-done / ETA part of progress lines.
 
-The rank-aware test (marker ``mpi``) runs in tier 1 as one process and in tier 2 under
-``mpirun -n 2``; it makes every collective call first and asserts last, on every rank.
+The rank-aware test (marker ``mpi``) runs in tier 2, under ``mpirun -n 1`` and ``-n 2``; it
+makes every collective call first and asserts last, on every rank. The others are tier 1.
 """
 
 import csv
