@@ -180,7 +180,8 @@ def limits_note(
     """
     best = None  # (seconds left, fraction done, what the limit is)
     if minutes is not None:
-        best = (max(60 * minutes - elapsed, 0.0), elapsed / (60 * minutes), f"{minutes:g} min")
+        done = elapsed / (60 * minutes) if minutes > 0 else 1.0  # minutes=0: one update
+        best = (max(60 * minutes - elapsed, 0.0), done, f"{minutes:g} min")
     for name, (start, now, limit) in counts.items():
         if limit is None:
             continue

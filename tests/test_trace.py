@@ -125,6 +125,7 @@ def test_limits_note_shows_the_limit_that_stops_first():
     assert limits_note(7200.0, updates=(0, 1, 3)) == " |  33% of 3 updates, ETA 4h00m"
     assert limits_note(5.0, updates=(0, 0, None), games=(0, 0, 9)) == " |   0% of 9 games, ETA ?"
     assert limits_note(5.0, updates=(0, 3, None)) == ""
+    assert limits_note(5.0, minutes=0) == " | 100% of 0 min, ETA 0s"  # one update, then stop
 
 
 def test_progress_lines_show_the_fraction_done(capsys):
