@@ -118,7 +118,7 @@ def timeline(log_dir: str | Path, out: str | Path | None = None, last: int | Non
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m pgmpi.plot", description=__doc__.split("\n\n")[0])
     p.add_argument("log_dir", type=Path, nargs="?", help="folder holding progress.csv")
     p.add_argument(
         "--timeline", type=Path, metavar="LOG_DIR", help="draw LOG_DIR/trace.csv instead"
