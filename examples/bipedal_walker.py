@@ -59,11 +59,17 @@ def main() -> int:
     )
     p.add_argument("--resume", action="store_true", help="continue from LOG_DIR/checkpoint.npz")
     p.add_argument("--quiet", action="store_true", help="print only the final line")
+    p.add_argument(
+        "--trace",
+        action="store_true",
+        help="write LOG_DIR/trace.csv: each rank's seconds per generation "
+        "(python -m pgmpi.plot --timeline LOG_DIR)",
+    )
     args = p.parse_args()
 
     checkpoint = args.log_dir / "checkpoint.npz"
     if args.resume:
-        ga = PrunedGA.load(checkpoint, log_dir=args.log_dir, quiet=args.quiet)
+        ga = PrunedGA.load(checkpoint, log_dir=args.log_dir, quiet=args.quiet, trace=args.trace)
     else:
         ga = PrunedGA(
             env="BipedalWalker-v3",
@@ -76,6 +82,7 @@ def main() -> int:
             seed=args.seed,
             log_dir=args.log_dir,
             quiet=args.quiet,
+            trace=args.trace,
         )
     ga.train(
         generations=args.generations,

@@ -125,7 +125,7 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     """``load`` plus the constructor arguments to rebuild the object that was saved.
 
     ``overrides`` may replace the arguments that are not learning state: ``env`` (needed if it
-    was a factory), ``log_dir``, ``blas_threads``, ``quiet`` and (ParallelPG) ``trace``.
+    was a factory), ``log_dir``, ``blas_threads``, ``quiet`` and ``trace``.
 
     Returns:
         (arrays, metadata, keyword arguments for the algorithm's constructor).

@@ -67,6 +67,10 @@ class PrunedGA:
         log_dir: folder for ``progress.csv``; None to print only.
         blas_threads: BLAS threads per rank; None means cores per node / ranks per node.
         quiet: print nothing (the CSV is still written).
+        trace: also write ``log_dir/trace.csv`` as ParallelPG does, one row per generation
+            (``update`` = generations done) and rank: ``play_s`` is the rank's evaluation,
+            ``gradient_s`` 0, ``update_s`` selection and mutation. Needs a ``log_dir``; costs
+            one small gather per generation when on.
 
     Attributes:
         optimizer: the :class:`PruningOptimizer`, identical on every rank.
@@ -95,6 +99,7 @@ class PrunedGA:
         log_dir: str | Path | None = None,
         blas_threads: int | None = None,
         quiet: bool = False,
+        trace: bool = False,
     ):
         h, E, w, b = hidden_sizes, episodes_per_individual, complexity_weight, blas_threads
         ok_h = isinstance(h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h)
@@ -105,6 +110,8 @@ class PrunedGA:
                 (is_int(E) and E >= 1, "episodes_per_individual", E, "an int >= 1"),
                 (is_real(w) and w >= 0, "complexity_weight", w, "a number >= 0"),
                 (b is None or (is_int(b) and b >= 1), "blas_threads", b, "None or an int >= 1"),
+                (trace in (True, False), "trace", trace, "True or False"),
+                (not trace or log_dir is not None, "trace", trace, "with a log_dir to write to"),
             ]
         )
         name = env if isinstance(env, str) else "custom"
@@ -123,8 +130,10 @@ class PrunedGA:
             complexity_weight=w,
             seed=seed,
         )
-        mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
-        self.log_dir, self.quiet, self._env = log_dir, quiet, env
+        # trace is agreed too: with it on, every rank joins one more gather per generation
+        settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
+        mpi.agree(settings, problem)
+        self.log_dir, self.quiet, self._env, self.trace = log_dir, quiet, env, trace
         self.blas = threads.cap_blas_threads(blas_threads)
         self.net = PrunedNetwork((sizes[0], *h, sizes[1]), discrete=sizes[2])
         self._bounds = sizes[3]
@@ -231,6 +240,10 @@ class PrunedGA:
             "time/generation_s": seconds,
             "time/elapsed_s": time.perf_counter() - start,
         }
+        if self.trace:
+            mine = dict(start_s=t0 - start, play_s=t1 - t0, grad_s=0.0, allreduce_s=t2 - t1)
+            ranks = mpi.gather_stats(dict(mine, total_s=seconds))  # every rank's, to the root
+            self._logger().trace(self.generation, ranks or [])  # written by the root only
         return row, bool(buf[2 * P])  # float64 values are floats: fine for CSV and JSON
 
     def train(
@@ -292,7 +305,9 @@ class PrunedGA:
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
-            self._log = Logger(self.log_dir, resume=self.generation > 0, quiet=self.quiet)
+            self._log = Logger(
+                self.log_dir, resume=self.generation > 0, quiet=self.quiet, trace=self.trace
+            )
             self._log.truncate(self.generation)
             layers = f"layers {self.net.sizes}, {self.net.n_weights} connections"
             self._log.print(
@@ -332,7 +347,7 @@ class PrunedGA:
         """A PrunedGA restored from ``path``; training on gives what an uninterrupted run gives.
 
         ``overrides`` may replace ``env`` (needed if it was a factory), ``log_dir``,
-        ``blas_threads`` and ``quiet``. Collective: every rank must call this.
+        ``blas_threads``, ``quiet`` and ``trace``. Collective: every rank must call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)

@@ -84,11 +84,41 @@ def test_trace_changes_nothing_and_matches_progress_csv(tmp_path):
     assert ok, problems
 
 
+@pytest.mark.mpi
+def test_ga_trace_changes_nothing_and_has_a_row_per_generation_and_rank(tmp_path):
+    where = Path(mpi.broadcast_object(str(tmp_path)))
+    tiny = dict(env="CartPole-v1", hidden_sizes=[4], population_size=8, seed=5, quiet=True)
+    on = PrunedGA(**tiny, log_dir=where / "on", trace=True).train(generations=3)
+    off = PrunedGA(**tiny, log_dir=where / "off").train(generations=3)
+    ok = np.array_equal(on.optimizer.population, off.optimizer.population)
+    problems = []
+    if mpi.is_root():
+        n, trace = mpi.size(), _rows(where / "on" / "trace.csv")
+        progress = _rows(where / "on" / "progress.csv")
+        keys = [(int(r["update"]), int(r["rank"])) for r in trace]
+        if keys != [(g, r) for g in (1, 2, 3) for r in range(n)]:
+            problems.append(f"rows {keys}")
+        for g, row in enumerate(progress, start=1):
+            mine = [t for t in trace if int(t["update"]) == g]
+            play = [float(t["play_s"]) for t in mine]  # what perf/wait_s is made from
+            if abs(max(play) - min(play) - float(row["perf/wait_s"])) > 2e-6:
+                problems.append(f"generation {g}: perf/wait_s {row['perf/wait_s']}, {play}")
+            if any(float(t["gradient_s"]) != 0 or float(t["update_s"]) < -1e-6 for t in mine):
+                problems.append(f"generation {g}: {mine}")
+            if abs(float(mine[0]["wait_s"]) - float(row["perf/allreduce_s"])) > 1e-6:
+                problems.append(f"generation {g}: rank 0's wait is not perf/allreduce_s")
+    ok = ok and not problems
+    ok = bool(mpi.allreduce_sum_(np.array([0 if ok else 1]))[0] == 0)
+    assert ok, problems
+
+
 def test_trace_needs_a_log_dir():
     with pytest.raises(ConfigError, match="trace"):
         ParallelPG(**CARTPOLE, trace=True, quiet=True)
     with pytest.raises(ConfigError, match="trace"):
         ParallelPG(**CARTPOLE, trace="yes", log_dir="unused", quiet=True)
+    with pytest.raises(ConfigError, match="trace"):
+        PrunedGA(env="CartPole-v1", trace=True, quiet=True)
 
 
 def test_resume_keeps_the_trace_of_the_saved_updates(tmp_path):
