@@ -74,11 +74,19 @@ def main() -> int:
         " the flags (those ignored are named); the limits and --checkpoint-every apply",
     )
     p.add_argument("--quiet", action="store_true", help="print only the final line")
+    p.add_argument(
+        "--trace",
+        action="store_true",
+        help="write LOG_DIR/trace.csv: each rank's seconds per generation "
+        "(python -m pgmpi.plot --timeline LOG_DIR)",
+    )
     args = p.parse_args()
 
     checkpoint = args.log_dir / "checkpoint.npz"
     if args.resume:
-        ga = PrunedGA.load(checkpoint, env=ENV, log_dir=args.log_dir, quiet=args.quiet)
+        ga = PrunedGA.load(
+            checkpoint, env=ENV, log_dir=args.log_dir, quiet=args.quiet, trace=args.trace
+        )
         settings = {"hidden_sizes", "population_size", "episodes_per_individual", "seed",
                     "elite_fraction", "prune_rate", "complexity_weight"}  # fmt: skip
         warn_ignored_on_resume(args, p.given() & settings, ga.config)
@@ -94,6 +102,7 @@ def main() -> int:
             seed=args.seed,
             log_dir=args.log_dir,
             quiet=args.quiet,
+            trace=args.trace,
         )
     ga.train(
         generations=args.generations,

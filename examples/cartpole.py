@@ -42,6 +42,12 @@ def main() -> int:
         help="folder for progress.csv and checkpoint.npz (runs/cartpole)",
     )
     p.add_argument("--quiet", action="store_true", help="print only the final line")
+    p.add_argument(
+        "--trace",
+        action="store_true",
+        help="write LOG_DIR/trace.csv: each rank's seconds per update "
+        "(python -m pgmpi.plot --timeline LOG_DIR)",
+    )
     args = p.parse_args()
 
     start = time.perf_counter()
@@ -55,6 +61,7 @@ def main() -> int:
         seed=args.seed,
         log_dir=args.log_dir,
         quiet=args.quiet,
+        trace=args.trace,
     )
     agent.train(
         episodes=args.episodes,

@@ -14,8 +14,10 @@ per update, summed gradient, RMSProp 1e-4. Any flag given replaces the preset's 
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
 --checkpoint-every updates, at the end, and on Ctrl-C (at the end of the update under way;
 press it twice to stop at once), and writes LOG_DIR/progress.csv (plot it with
-``python -m pgmpi.plot LOG_DIR``). One run at a time may use a log dir. --resume continues
-only a Pong checkpoint, with its settings: the settings flags it ignores are named.
+``python -m pgmpi.plot LOG_DIR``); --trace adds LOG_DIR/trace.csv, each rank's time per
+update (draw it with ``python -m pgmpi.plot --timeline LOG_DIR``). One run at a time may use
+a log dir. --resume continues only a Pong checkpoint, with its settings: the settings flags
+it ignores are named.
 """
 
 from pathlib import Path
@@ -44,6 +46,12 @@ def main() -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="root seed of the run (0)")
     p.add_argument(
+        "--trace",
+        action="store_true",
+        help="write LOG_DIR/trace.csv: each rank's seconds playing, computing gradients, "
+        "waiting at the Allreduce and updating, per update (python -m pgmpi.plot --timeline)",
+    )
+    p.add_argument(
         "--log-dir",
         type=Path,
         default=Path("runs/pong"),
@@ -66,7 +74,9 @@ def main() -> None:
     checkpoint = args.log_dir / "checkpoint.npz"
     flags = ("hidden_size", "optimizer", "learning_rate", "slots", "steps_per_slot")
     if args.resume:
-        agent = ParallelPG.load(checkpoint, env="ALE/Pong-v5", log_dir=args.log_dir)
+        agent = ParallelPG.load(
+            checkpoint, env="ALE/Pong-v5", log_dir=args.log_dir, trace=args.trace
+        )
         settings = {*flags, "preset", "sticky_actions", "seed"}
         warn_ignored_on_resume(args, p.given() & settings, agent.config)
     else:
@@ -77,6 +87,7 @@ def main() -> None:
             sticky_actions=args.sticky_actions,
             seed=args.seed,
             log_dir=args.log_dir,
+            trace=args.trace,
             **given,
         )
     agent.train(

@@ -95,7 +95,7 @@ def writable_problem(
     return None
 
 
-def _read(path: Path, algorithm: str) -> tuple[dict, dict]:
+def _read(path: Path, algorithm: str | None) -> tuple[dict, dict]:
     if not path.is_file():
         raise ValueError("no such file")
     if not zipfile.is_zipfile(path):  # else np.load would take it for a pickle
@@ -113,11 +113,21 @@ def _read(path: Path, algorithm: str) -> tuple[dict, dict]:
         meta = json.loads(arrays.pop(_META).tobytes().decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"corrupt metadata ({e})") from None
-    if meta.get("algorithm") != algorithm:
+    if algorithm is not None and meta.get("algorithm") != algorithm:
         raise ValueError(f"written by {meta.get('algorithm')!r}, not {algorithm!r}")
     if meta.get("format") != FORMAT:
         raise ValueError(f"checkpoint format {meta.get('format')!r}, this pgmpi reads {FORMAT}")
     return arrays, meta
+
+
+def algorithm_of(path: str | os.PathLike) -> str:
+    """The algorithm that wrote checkpoint ``path``, read by this process alone (no
+    collective). Raises ValueError naming the file and what is wrong with it."""
+    try:
+        _, meta = _read(Path(path), None)
+    except ValueError as e:
+        raise ValueError(f"cannot load checkpoint {str(path)!r}: {e}") from None
+    return str(meta.get("algorithm"))
 
 
 def load(path: str | os.PathLike, algorithm: str) -> tuple[dict[str, np.ndarray], dict]:
@@ -158,9 +168,9 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     """``load`` plus the constructor arguments to rebuild the object that was saved.
 
     ``overrides`` may replace the arguments that are not learning state: ``env`` (needed if it
-    was a factory), ``log_dir``, ``blas_threads`` and ``quiet``. An ``env`` given as an id
-    must be the one the checkpoint was trained on: a script that expects Pong refuses a
-    CartPole checkpoint left in its log dir instead of training on it.
+    was a factory), ``log_dir``, ``blas_threads``, ``quiet`` and ``trace``. An ``env`` given
+    as an id must be the one the checkpoint was trained on: a script that expects Pong
+    refuses a CartPole checkpoint left in its log dir instead of training on it.
 
     Returns:
         (arrays, metadata, keyword arguments for the algorithm's constructor).
@@ -168,7 +178,7 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     Collective: every rank must call this.
     """
     arrays, meta = load(path, algorithm)
-    unknown = sorted(set(overrides) - {"env", "log_dir", "blas_threads", "quiet"})
+    unknown = sorted(set(overrides) - {"env", "log_dir", "blas_threads", "quiet", "trace"})
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")
     env, trained_on = overrides.get("env"), meta["config"].get("env")

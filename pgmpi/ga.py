@@ -26,7 +26,7 @@ import numpy as np
 from pgmpi import checkpoint, mpi, rng, threads
 from pgmpi.config import check_limits, first_problem, is_int, is_real
 from pgmpi.envs import make_gym
-from pgmpi.logger import Logger, run_header
+from pgmpi.logger import Logger, limits_note, run_header
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
@@ -71,6 +71,10 @@ class PrunedGA:
             else the affinity mask, else cores per node / ranks per node
             (:func:`pgmpi.threads.default_threads`).
         quiet: print nothing (the CSV is still written).
+        trace: also write ``log_dir/trace.csv`` as ParallelPG does, one row per generation
+            (``update`` = generations done) and rank: ``play_s`` is the rank's evaluation,
+            ``gradient_s`` 0, ``update_s`` selection and mutation. Needs a ``log_dir``; costs
+            one small gather per generation when on.
 
     Attributes:
         optimizer: the :class:`PruningOptimizer`, identical on every rank.
@@ -100,6 +104,7 @@ class PrunedGA:
         log_dir: str | Path | None = None,
         blas_threads: int | None = None,
         quiet: bool = False,
+        trace: bool = False,
     ):
         h, E, w, b = hidden_sizes, episodes_per_individual, complexity_weight, blas_threads
         ok_h = isinstance(h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h)
@@ -119,6 +124,8 @@ class PrunedGA:
                     "an int >= 1",
                 ),
                 (b is None or (is_int(b) and b >= 1), "blas_threads", b, "None or an int >= 1"),
+                (trace in (True, False), "trace", trace, "True or False"),
+                (not trace or log_dir is not None, "trace", trace, "with a log_dir to write to"),
             ]
         )
         name = env if isinstance(env, str) else "custom"
@@ -138,8 +145,10 @@ class PrunedGA:
             max_episode_steps=max_episode_steps,
             seed=seed,
         )
-        mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
-        self.log_dir, self.quiet, self._env = log_dir, quiet, env
+        # trace is agreed too: with it on, every rank joins one more gather per generation
+        settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
+        mpi.agree(settings, problem)
+        self.log_dir, self.quiet, self._env, self.trace = log_dir, quiet, env, trace
         self.blas = threads.cap_blas_threads(blas_threads)
         self.net = PrunedNetwork((sizes[0], *h, sizes[1]), discrete=sizes[2])
         self._bounds = sizes[3]
@@ -177,20 +186,32 @@ class PrunedGA:
         """Total return and steps of ``episodes`` episodes seeded from ``stream``, in a new env:
         Box2D envs carry state from one episode into the next, so reusing one would make the
         results depend on which individuals this rank happened to play before."""
-        env, total, steps, act = make_gym(self._env), 0.0, 0, self.net.act
+        env, total, steps = make_gym(self._env), 0.0, 0
         cap = self.config["max_episode_steps"]
         for _ in range(episodes):
             obs, _ = env.reset(seed=rng.env_seed(stream))
             done, length = False, 0
             while not done:
-                a = act(weights, obs)
-                if self._bounds is not None:  # tanh's (-1, 1) stretched onto the env's bounds
-                    a = self._bounds[0] + (a + 1) * (self._bounds[1] - self._bounds[0]) / 2
-                obs, r, terminated, truncated, _ = env.step(a)
+                obs, r, terminated, truncated, _ = env.step(self._action(weights, obs))
                 total, steps, length = total + float(r), steps + 1, length + 1
                 done = terminated or truncated or length >= cap
         env.close()
         return total, steps
+
+    def _action(self, weights: list[np.ndarray], obs: np.ndarray):
+        a = self.net.act(weights, obs)
+        if self._bounds is not None:  # tanh's (-1, 1) stretched onto the env's bounds
+            a = self._bounds[0] + (a + 1) * (self._bounds[1] - self._bounds[0]) / 2
+        return a
+
+    def act(self, observation: np.ndarray, mask: np.ndarray | None = None):
+        """The action network ``mask`` takes for one raw env observation, as in training: an
+        int, or a float vector within the env's bounds. ``mask`` defaults to the best ever
+        seen (before any generation: the first individual, as in :meth:`evaluate`)."""
+        if mask is None:
+            told = self.optimizer.best_fitness > -np.inf
+            mask = self.optimizer.best_mask if told else self.optimizer.population[0]
+        return self._action(self.net.weights(np.asarray(mask, dtype=bool)), observation)
 
     def _generation(self, start: float, minutes: float | None) -> tuple[dict, bool]:
         """Evaluate the population, tell the optimizer; returns (log row, stop vote)."""
@@ -236,6 +257,10 @@ class PrunedGA:
             "time/generation_s": seconds,
             "time/elapsed_s": time.perf_counter() - start,
         }
+        if self.trace:
+            mine = dict(start_s=t0 - start, play_s=t1 - t0, grad_s=0.0, allreduce_s=t2 - t1)
+            ranks = mpi.gather_stats(dict(mine, total_s=seconds))  # every rank's, to the root
+            self._logger().trace(self.generation, ranks or [])  # written by the root only
         return row, bool(buf[2 * P])  # float64 values are floats: fine for CSV and JSON
 
     def train(
@@ -273,21 +298,25 @@ class PrunedGA:
             checkpoint_path, self.algorithm, self.config["env"]
         )
         mpi.agree(dict(limits, target_return=target_return), problem)  # before any file changes
-        log, start = self._logger(), time.perf_counter()
+        log, start, first = self._logger(), time.perf_counter(), self.generation
         if generations is None and minutes is None and target_return is None:
             log.print("no limit given: training until interrupted")
         if generations is not None and self.generation >= generations:
             log.print(f"the limit of {generations} generations already reached: nothing to train")
         with mpi.deferred_interrupts():  # Ctrl-C waits for the end of the generation
-            self._train(log, start, generations, minutes, target_return, checkpoint_path,
-                        checkpoint_every, callback)  # fmt: skip
+            self._train(log, start, first, generations, minutes, target_return,
+                        checkpoint_path, checkpoint_every, callback)  # fmt: skip
         return self
 
-    def _train(self, log, start, generations, minutes, target_return, checkpoint_path,
-               checkpoint_every, callback) -> None:  # fmt: skip
+    def _train(self, log, start, first, generations, minutes, target_return,
+               checkpoint_path, checkpoint_every, callback) -> None:  # fmt: skip
         while generations is None or self.generation < generations:
             row, stop = self._generation(start, minutes)
-            log.log(row, self._log_line(row))
+            note = limits_note(
+                row["time/elapsed_s"], minutes, target_return,
+                generations=(first, self.generation, generations),
+            )  # fmt: skip
+            log.log(row, self._log_line(row) + note)
             if callback is not None:
                 callback(row)
             stop = stop or (
@@ -320,7 +349,9 @@ class PrunedGA:
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
-            self._log = Logger(self.log_dir, resume=self.generation > 0, quiet=self.quiet)
+            self._log = Logger(
+                self.log_dir, resume=self.generation > 0, quiet=self.quiet, trace=self.trace
+            )
             self._log.truncate(self.generation)
             layers = f"layers {self.net.sizes}, {self.net.n_weights} connections"
             self._log.print(
@@ -372,7 +403,7 @@ class PrunedGA:
         """A PrunedGA restored from ``path``; training on gives what an uninterrupted run gives.
 
         ``overrides`` may replace ``env`` (needed if it was a factory), ``log_dir``,
-        ``blas_threads`` and ``quiet``. Collective: every rank must call this.
+        ``blas_threads``, ``quiet`` and ``trace``. Collective: every rank must call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)

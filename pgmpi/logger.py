@@ -8,6 +8,13 @@ one column per key and is what ``pgmpi.plot`` reads.
 A run holds a lock on its log dir (``fcntl.flock`` on ``LOG_DIR/.lock``, which the OS drops
 when the process ends, however it ends), so a second run there is refused, naming the first,
 instead of interleaving rows into its CSV and overwriting its checkpoint.
+
+With tracing on, ``log_dir/trace.csv`` gets one row per update and rank (columns
+``TRACE_COLUMNS``): where the update started on that rank's clock (seconds since its call
+to ``train``: a later call, or a resumed run, starts again from 0) and the seconds it spent
+playing, computing gradients, waiting at the Allreduce (for the slowest rank, then in the
+collective itself) and applying the update. ``python -m pgmpi.plot --timeline LOG_DIR``
+draws it like a profiler's timeline.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from pathlib import Path
 from pgmpi import mpi
 from pgmpi.version import __version__
 
+TRACE_COLUMNS = ("update", "rank", "start_s", "play_s", "gradient_s", "wait_s", "update_s")
+
 
 class Logger:
     """Prints and records rows of metrics on the root rank; silent elsewhere.
@@ -31,6 +40,7 @@ class Logger:
             print only.
         resume: append to an existing ``progress.csv`` instead of starting a new one.
         quiet: write the CSV but print nothing.
+        trace: also write ``trace.csv`` (see :meth:`trace`).
 
     Raises:
         ConfigError: on every rank, if the log dir cannot be made or written, or another
@@ -39,9 +49,16 @@ class Logger:
     Collective: every rank must call this.
     """
 
-    def __init__(self, log_dir: str | Path | None, resume: bool = False, quiet: bool = False):
+    def __init__(
+        self,
+        log_dir: str | Path | None,
+        resume: bool = False,
+        quiet: bool = False,
+        trace: bool = False,
+    ):
         self.path = Path(log_dir) / "progress.csv" if log_dir is not None else None
-        self.quiet = quiet
+        self.trace_path = Path(log_dir) / "trace.csv" if log_dir is not None else None
+        self.quiet, self.tracing = quiet, trace
         self._columns: list[str] | None = None
         problem = None
         if self.path is not None and mpi.is_root():
@@ -52,6 +69,8 @@ class Logger:
                         self._columns = next(csv.reader(f), None)
                 elif problem is None and self.path.exists():
                     self.path.unlink()
+                if problem is None and not resume and self.trace_path.exists():
+                    self.trace_path.unlink()  # another run's: it would mislead
             except OSError as e:
                 problem = f"cannot use log dir {str(self.path.parent)!r}: {e}"
         mpi.agree({}, problem)  # a bad log dir stops every rank here, before anything is written
@@ -77,13 +96,35 @@ class Logger:
                 writer.writeheader()
             writer.writerow(row)
 
-    def truncate(self, rows: int) -> None:
-        """Keep only the first ``rows`` data rows of the CSV (used when resuming, so the log
-        matches the checkpoint's counters even if the run died after logging more)."""
-        if self.path is None or not mpi.is_root() or not self.path.exists():
+    def trace(self, update: int, ranks: list[dict]) -> None:
+        """Append update ``update``'s rows to ``trace.csv`` on the root rank, from every
+        rank's ``start_s``, ``play_s``, ``grad_s``, ``allreduce_s`` and ``total_s`` (the
+        figures :func:`rank_figures` reads; the update's own step is what is left)."""
+        if not (mpi.is_root() and self.tracing and self.trace_path is not None):
             return
-        lines = self.path.read_text().splitlines(keepends=True)
-        self.path.write_text("".join(lines[: rows + 1]))
+        new = not self.trace_path.exists()
+        with open(self.trace_path, "a", newline="") as f:
+            writer = csv.writer(f)
+            if new:
+                writer.writerow(TRACE_COLUMNS)
+            for r, t in enumerate(ranks):
+                rest = t["total_s"] - t["play_s"] - t["grad_s"] - t["allreduce_s"]
+                times = (t["start_s"], t["play_s"], t["grad_s"], t["allreduce_s"], rest)
+                writer.writerow([update, r, *(f"{x:.6f}" for x in times)])
+
+    def truncate(self, rows: int) -> None:
+        """Keep only the first ``rows`` data rows of the CSV, and of ``trace.csv`` the rows
+        of updates up to ``rows`` (used when resuming, so the logs match the checkpoint's
+        counters even if the run died after logging more)."""
+        if self.path is None or not mpi.is_root():
+            return
+        if self.path.exists():
+            lines = self.path.read_text().splitlines(keepends=True)
+            self.path.write_text("".join(lines[: rows + 1]))
+        if self.trace_path.exists():
+            lines = self.trace_path.read_text().splitlines(keepends=True)
+            keep = [line for line in lines[1:] if int(line.split(",", 1)[0]) <= rows]
+            self.trace_path.write_text("".join(lines[:1] + keep))
 
 
 LOCK_NAME = ".lock"
@@ -171,3 +212,52 @@ def progress_line(row: dict) -> str:
         f" | wait {100 * row['perf/wait_fraction']:4.1f}%"
         f" | allreduce {1e3 * row['perf/allreduce_s']:5.1f} ms"
     )
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def limits_note(
+    elapsed: float,
+    minutes: float | None = None,
+    target_return: float | None = None,
+    **counts: tuple[float, float, float | None],
+) -> str:
+    """The end of a progress line when training has limits: the fraction done and the time
+    left, for the limit that will stop the run first, then the target return if any.
+
+    Args:
+        elapsed: seconds since this call to ``train``.
+        minutes: the time limit, or None.
+        target_return: the return that stops training, or None. Progress towards it is not
+            linear, so it gets no fraction and no ETA, only a mention.
+        counts: per counted limit, by the name printed (``updates``, ``games``,
+            ``generations``): (count when this ``train`` call started, count now, limit or
+            None). The time left assumes the rate of this call so far.
+
+    Returns:
+        e.g. ``" | 40% of 50 updates, ETA 1m30s | target 10"``, or ``""`` with no limit.
+    """
+    best = None  # (seconds left, fraction done, what the limit is)
+    if minutes is not None:
+        done = elapsed / (60 * minutes) if minutes > 0 else 1.0  # minutes=0: one update
+        best = (max(60 * minutes - elapsed, 0.0), done, f"{minutes:g} min")
+    for name, (start, now, limit) in counts.items():
+        if limit is None:
+            continue
+        left = max(limit - now, 0)
+        rate = (now - start) / elapsed if elapsed > 0 else 0.0
+        eta = left / rate if rate > 0 else float("inf")
+        if best is None or eta < best[0]:
+            best = (eta, now / limit, f"{limit:,} {name}")
+    note = ""
+    if best is not None:
+        eta = "ETA ?" if best[0] == float("inf") else f"ETA {_duration(best[0])}"
+        note = f" | {100 * min(best[1], 1.0):3.0f}% of {best[2]}, {eta}"
+    if target_return is not None:
+        note += f" | target {target_return:g}"
+    return note

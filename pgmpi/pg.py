@@ -30,7 +30,7 @@ import numpy as np
 from pgmpi import checkpoint, mpi, rng, rollout, threads
 from pgmpi.config import check_limits, first_problem, is_int, is_real
 from pgmpi.envs import PONG_DOWN, PONG_ID, PONG_UP, Game, pong_frame
-from pgmpi.logger import Logger, progress_line, rank_figures, run_header
+from pgmpi.logger import Logger, limits_note, progress_line, rank_figures, run_header
 from pgmpi.networks import TwoLayerPolicy, sparse
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -103,6 +103,9 @@ class ParallelPG:
             else the affinity mask, else cores per node / ranks per node
             (:func:`pgmpi.threads.default_threads`).
         quiet: print nothing (the CSV is still written).
+        trace: also write ``log_dir/trace.csv``: per update and rank, the seconds spent
+            playing, computing gradients, waiting at the Allreduce and applying the update
+            (``python -m pgmpi.plot --timeline LOG_DIR`` draws it). Needs a ``log_dir``.
 
     Raises:
         ConfigError (a ValueError): on every rank, naming the bad value, if an argument is
@@ -133,6 +136,7 @@ class ParallelPG:
         log_dir: str | Path | None = None,
         blas_threads: int | None = None,
         quiet: bool = False,
+        trace: bool = False,
     ):
         n = mpi.size()
         problem = mpi.launcher_problem() or first_problem([  # launcher first: nothing written
@@ -155,6 +159,8 @@ class ParallelPG:
             (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
             (blas_threads is None or (is_int(blas_threads) and blas_threads >= 1),
              "blas_threads", blas_threads, "None or an int >= 1"),
+            (trace in (True, False), "trace", trace, "True or False"),
+            (not trace or log_dir is not None, "trace", trace, "with a log_dir to write to"),
         ])  # fmt: skip
         slots_note = "set" if slots is not None else f"default for {n} ranks"
         slots = slots if slots is not None else n * math.ceil(REFERENCE_SLOTS / n)
@@ -185,7 +191,7 @@ class ParallelPG:
             exact_reduction=exact_reduction,
         )  # fmt: skip
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
-        self.probe, self.log_dir, self.quiet = probe, log_dir, quiet
+        self.probe, self.log_dir, self.quiet, self.trace = probe, log_dir, quiet, trace
         self._make_env = env  # the id or factory itself: evaluation plays the same env
         self.blas = threads.cap_blas_threads(blas_threads)
         self.net = TwoLayerPolicy(
@@ -226,7 +232,7 @@ class ParallelPG:
         return self.net.gradient(piece.caches[:cut], np.array(piece.dlogits[:cut]) * adv[:, None])
 
     # ------------------------------------------------------------------ one update
-    def _one_update(self) -> tuple[list, dict]:
+    def _one_update(self, start: float) -> tuple[list, dict]:
         c, t0 = self.config, time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
         games = [self.games[k] for k in self.mine]
@@ -253,6 +259,7 @@ class ParallelPG:
         times = dict(
             play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2, total_s=time.perf_counter() - t0
         )
+        times["start_s"] = t0 - start  # where the update sits on this rank's timeline
         return finished, dict(times, steps=steps)
 
     # ------------------------------------------------------------------ training loop
@@ -316,9 +323,9 @@ class ParallelPG:
 
     def _train(self, log, updates, episodes, minutes, target_return, checkpoint_path,
                checkpoint_every, callback):  # fmt: skip
-        start, capped = time.perf_counter(), 0
+        start, capped, first = time.perf_counter(), 0, (self.update, self.episodes)
         while True:
-            finished, mine = self._one_update()
+            finished, mine = self._one_update(start)
             mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
             ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
             # In slot order, and in order of play within a slot: the same on any rank count.
@@ -331,7 +338,13 @@ class ParallelPG:
             self.episodes += len(games)
             self.steps += sum(r["steps"] for _, r in ranks)
             row = self._log_row(games, [r for _, r in ranks], time.perf_counter() - start)
-            log.log(row, progress_line(row))
+            if self.trace:  # every rank's times are here already: no extra collective
+                log.trace(self.update, [r for _, r in ranks])
+            note = limits_note(
+                row["time/elapsed_s"], minutes, target_return,
+                updates=(first[0], self.update, updates), games=(first[1], self.episodes, episodes),
+            )  # fmt: skip
+            log.log(row, progress_line(row) + note)
             if row["charts/capped_games"] and not capped:  # say it once; the CSV counts them
                 log.print(
                     f"note: games cut at max_episode_steps={self.config['max_episode_steps']}"
@@ -371,7 +384,9 @@ class ParallelPG:
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
-            self._log = Logger(self.log_dir, resume=self.update > 0, quiet=self.quiet)
+            self._log = Logger(
+                self.log_dir, resume=self.update > 0, quiet=self.quiet, trace=self.trace
+            )
             self._log.truncate(self.update)
             head = run_header(self.algorithm, self.config["env"], self.blas, self._header)
             self._log.print(f"{head} | update {self.update}")
@@ -460,7 +475,7 @@ class ParallelPG:
 
         ``overrides`` replace constructor arguments that are not part of the checkpoint's
         learning state: ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``,
-        ``quiet``. Collective: every rank must call this.
+        ``quiet``, ``trace``. Collective: every rank must call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)

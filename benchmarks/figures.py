@@ -1,0 +1,148 @@
+"""Every figure the docs use, made by one command.
+
+    python benchmarks/figures.py            # into docs/figures/
+    python benchmarks/figures.py --quick --out-dir /tmp/figures   # tiny runs, for a test
+
+Writes, into ``--out-dir`` (docs/figures):
+
+* ``time_to_score.png``: the 100-game mean against minutes and agent steps of every run in
+  ``RUNS/tts`` (made by ``benchmarks/time_to_score.py --run ...``, about an hour each);
+* ``scaling.png``: the projection in ``RESULTS/scaling.json`` (``benchmarks/scaling.py``);
+* ``oversubscription.png``: agent steps/s per rank with BLAS threads capped and uncapped,
+  from ``RESULTS/throughput.json`` (``benchmarks/throughput.py``);
+* ``timeline.png``: a per-rank timeline of a short traced Pong run on 2 ranks that this
+  script starts (``examples/pong.py --trace``, then ``python -m pgmpi.plot --timeline``).
+
+A figure whose input is missing is skipped with a line saying so and how to make it. With
+``--quick`` the timeline run is tiny, and if there are no runs in ``RUNS/tts`` the
+time-to-score figure is drawn from that run's own ``progress.csv`` (so the whole path is
+exercised; its curves are then empty, as no run reaches 100 games). Figures of timings are
+only as clean as the machine they were measured on: regenerate the inputs on an idle one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
+import scaling  # noqa: E402
+import time_to_score  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def timeline_run(work: Path, quick: bool) -> Path:
+    """Train Pong on 2 ranks with tracing for a few updates; returns the log folder."""
+    log_dir = work / "timeline"
+    size = ["--updates", "2", "--slots", "4", "--steps-per-slot", "64", "--hidden-size", "16"]
+    if not quick:
+        size = ["--updates", "6"]  # the defaults: 16 games of 512 steps per update
+    pong = [str(ROOT / "examples" / "pong.py"), *size, "--trace", "--log-dir", str(log_dir)]
+    try:
+        common.mpirun(2, [*pong, "--checkpoint-every", "1000"], timeout=600)
+    except subprocess.CalledProcessError as e:
+        raise SystemExit(f"the traced Pong run failed:\n{e.stderr[-3000:]}") from None
+    return log_dir
+
+
+def oversubscription(throughput: dict, path: Path) -> None:
+    """Bars of agent steps/s per rank, per rank count and BLAS cap, for pgmpi's sparse
+    first layer and the dense float64 one of the original post."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    configs = sorted(throughput["configs"], key=lambda c: (c["ranks"], -c["capped"]))
+    labels = [
+        f"{c['ranks']} rank(s)\n{c['blas_threads']} BLAS thread(s) each"
+        + ("" if c["capped"] else "\n(uncapped)")
+        for c in configs
+    ]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    x = range(len(configs))
+    for shift, key, name in (
+        (-0.2, "pg_steps_per_s_per_rank", "pgmpi (sparse first layer)"),
+        (0.2, "dense_float64_steps_per_s_per_rank", "dense float64 first layer (the post's)"),
+    ):
+        ax.bar([i + shift for i in x], [c[key] for c in configs], width=0.4, label=name)
+    ax.set_xticks(list(x), labels, fontsize=8)
+    ax.set_ylabel("agent steps/s per rank while playing")
+    m = throughput["machine"]
+    ax.set_title(
+        f"Pong on {m['cores']} cores ({m['cpu']}): per-rank speed when ranks x BLAS threads "
+        "exceed the cores",
+        fontsize=10,
+    )
+    top = max(
+        max(c["pg_steps_per_s_per_rank"], c["dense_float64_steps_per_s_per_rank"]) for c in configs
+    )
+    ax.set_ylim(0, 1.3 * top)  # room for the legend above the bars
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--quick", action="store_true", help="tiny runs (for tests)")
+    p.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "figures", help="PNGs here")
+    p.add_argument("--runs", type=Path, default=ROOT / "runs", help="holds tts/ (runs)")
+    p.add_argument(
+        "--results", type=Path, default=common.RESULTS, help="benchmark JSON (benchmarks/results)"
+    )
+    p.add_argument(
+        "--work-dir", type=Path, help="for the runs this starts (RUNS/figures)", default=None
+    )
+    args = p.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    work = args.work_dir or args.runs / "figures"
+    made, skipped = [], []
+
+    from pgmpi.plot import timeline
+
+    traced = timeline_run(work, args.quick)
+    made.append(timeline(traced, args.out_dir / "timeline.png"))
+
+    tts = sorted(d for d in (args.runs / "tts").glob("*") if (d / "progress.csv").exists())
+    curves = {d.name: time_to_score.read(d) for d in tts}
+    if not curves and args.quick:
+        curves = {"quick timeline run": time_to_score.read(traced)}
+    if curves:
+        time_to_score.plot(curves, args.out_dir / "time_to_score.png")
+        made.append(args.out_dir / "time_to_score.png")
+    else:
+        skipped.append(
+            f"time_to_score.png: no runs in {args.runs / 'tts'} "
+            "(python benchmarks/time_to_score.py --run fast:0)"
+        )
+
+    for name, draw in (
+        ("scaling", lambda r, out: scaling.plot(r["projection"], out)),
+        ("throughput", oversubscription),
+    ):
+        source = args.results / f"{name}.json"
+        figure = args.out_dir / ("oversubscription.png" if name == "throughput" else f"{name}.png")
+        if source.exists():
+            draw(json.loads(source.read_text()), figure)
+            made.append(figure)
+        else:
+            skipped.append(f"{figure.name}: no {source} (python benchmarks/{name}.py)")
+
+    for path in made:
+        print(f"wrote {path}")
+    for why in skipped:
+        print(f"skipped: {why}")
+
+
+if __name__ == "__main__":
+    main()

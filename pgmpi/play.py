@@ -1,0 +1,160 @@
+"""Watch a trained agent play and save it as an animated GIF.
+
+    python -m pgmpi.play runs/pong/checkpoint.npz --gif pong.gif
+    python -m pgmpi.play runs/walker/checkpoint.npz --gif walker.gif --every 2 --scale 0.5
+
+Loads a ParallelPG or PrunedGA checkpoint (whichever wrote it), plays ``--episodes`` new
+episodes of its env in one process, rendering every frame (``render_mode="rgb_array"``;
+for Pong, the emulator's screen after each agent step of 4 frames), and writes every
+``--every``-th one, scaled by ``--scale``, to the GIF with Pillow (``pip install
+pgmpi[play]``; it writes identical consecutive frames as one that lasts as long).
+ParallelPG samples its actions from the policy, as in training and in ``evaluate``
+(``--greedy`` takes the most likely one); PrunedGA plays the best network it has seen.
+Episodes are seeded from ``--seed``. Prints each episode's return (and, for Pong, the
+points won and lost) and the mean. A missing, corrupt or foreign checkpoint is one line on
+stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from pgmpi import checkpoint, rng
+from pgmpi.envs import Game, make_gym
+
+ALGORITHMS = ("ParallelPG", "PrunedGA")
+
+
+def _pg_episode(agent, stream: np.random.Generator, greedy: bool, frames):
+    """Play one ParallelPG game, calling ``frames(image) -> keep going?``; returns
+    (return, steps, points won, points lost, finished)."""
+    from pgmpi.rollout import sample
+
+    env_id = agent.config["env"]
+    pong = agent.probe.is_pong
+    game = Game(env_id) if pong else Game(lambda: make_gym(env_id, render_mode="rgb_array"))
+    screen = game.env.unwrapped.ale.getScreenRGB if pong else game.env.render
+    game.new_game(rng.env_seed(stream))
+    won = lost = 0
+    going = frames(screen())
+    while going and game.live:
+        p = agent.net.forward([game.x])[0][0]
+        reward, _, _ = game.step(int(np.argmax(p)) if greedy else sample(p, stream.random()))
+        won, lost = won + (reward > 0), lost + (reward < 0)
+        going = frames(screen())
+    game.close()
+    return game.score, game.length, won, lost, not game.live
+
+
+def _ga_episode(ga, stream: np.random.Generator, frames):
+    """Play one episode of PrunedGA's best network; returns as :func:`_pg_episode`."""
+    env = make_gym(ga.config["env"], render_mode="rgb_array")
+    obs, _ = env.reset(seed=rng.env_seed(stream))
+    total, steps, done = 0.0, 0, False
+    going = frames(env.render())
+    while going and not done:
+        obs, r, terminated, truncated, _ = env.step(ga.act(obs))
+        total, steps, done = total + float(r), steps + 1, terminated or truncated
+        going = frames(env.render())
+    env.close()
+    return total, steps, int(total > 0), int(total < 0), done
+
+
+def load(path: Path):
+    """(agent, algorithm name) from ``path``; ValueError naming what is wrong otherwise."""
+    from pgmpi import ParallelPG, PrunedGA
+
+    algorithm = checkpoint.algorithm_of(path)
+    if algorithm not in ALGORITHMS:
+        raise ValueError(
+            f"checkpoint {str(path)!r} was written by {algorithm!r}, not ParallelPG or PrunedGA"
+        )
+    cls = ParallelPG if algorithm == "ParallelPG" else PrunedGA
+    agent = cls.load(path, quiet=True, blas_threads=1)
+    if agent.config["env"] == "custom":
+        raise ValueError(f"checkpoint {str(path)!r}: its env was made by a function, not an id")
+    return agent, algorithm
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m pgmpi.play",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("checkpoint", type=Path, help="a ParallelPG or PrunedGA checkpoint.npz")
+    p.add_argument("--gif", type=Path, required=True, help="the animated GIF to write")
+    p.add_argument("--episodes", type=int, default=1, help="episodes to play (1)")
+    p.add_argument("--max-frames", type=int, help="stop once this many frames are kept (none)")
+    p.add_argument("--fps", type=float, default=25.0, help="frames per second, to 1/100 s (25)")
+    p.add_argument("--every", type=int, default=1, help="keep every N-th frame (1: all)")
+    p.add_argument("--scale", type=float, default=1.0, help="scale frames by this (1.0)")
+    p.add_argument("--greedy", action="store_true", help="ParallelPG: most likely action")
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (0)")
+    args = p.parse_args(argv)
+    for name in ("episodes", "max_frames", "every"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if not (0 < args.fps <= 100 and 0 < args.scale <= 4 and args.seed >= 0):
+        p.error("--fps must be in (0, 100], --scale in (0, 4], --seed >= 0")
+    try:
+        from PIL import Image
+    except ImportError:
+        print("pgmpi.play: error: needs Pillow: pip install pgmpi[play]", file=sys.stderr)
+        return 2
+    try:
+        agent, algorithm = load(args.checkpoint)
+    except ValueError as e:  # ConfigError is one: every bad file is named, on one line
+        print(f"pgmpi.play: error: {e}", file=sys.stderr)
+        return 2
+
+    kept: list[Image.Image] = []
+    seen = 0
+
+    def frames(image: np.ndarray) -> bool:
+        nonlocal seen
+        if seen % args.every == 0:
+            img = Image.fromarray(np.asarray(image, dtype=np.uint8))
+            if args.scale != 1.0:
+                size = (
+                    max(1, round(img.width * args.scale)),
+                    max(1, round(img.height * args.scale)),
+                )
+                img = img.resize(size, Image.Resampling.NEAREST)
+            kept.append(img)
+        seen += 1
+        return args.max_frames is None or len(kept) < args.max_frames
+
+    returns = []
+    for e in range(args.episodes):
+        stream = rng.stream(args.seed, rng.EVALUATE, 0, e)
+        if algorithm == "ParallelPG":
+            ret, steps, won, lost, finished = _pg_episode(agent, stream, args.greedy, frames)
+        else:
+            ret, steps, won, lost, finished = _ga_episode(agent, stream, frames)
+        returns.append(ret)
+        points = (
+            f", points {won}-{lost}" if algorithm == "ParallelPG" and agent.probe.is_pong else ""
+        )
+        cut = "" if finished else " (cut by --max-frames: not finished)"
+        print(f"episode {e + 1}: return {ret:+.1f} in {steps:,} steps{points}{cut}", flush=True)
+        if not finished:
+            break
+    args.gif.parent.mkdir(parents=True, exist_ok=True)
+    ms = 10 * max(1, round(100 / args.fps))  # GIF times frames in hundredths of a second
+    kept[0].save(args.gif, save_all=True, append_images=kept[1:], duration=ms, loop=0)
+    print(
+        f"score {np.mean(returns):+.2f} (mean of {len(returns)} episode(s), {algorithm} on "
+        f"{agent.config['env']}); wrote {args.gif}: {len(kept)} frames of {ms} ms",
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

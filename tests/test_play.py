@@ -1,0 +1,84 @@
+"""``python -m pgmpi.play``: a GIF of a checkpoint's agent, from tiny real checkpoints of
+each algorithm, and one clear line (exit status 2) for a file it cannot play."""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pgmpi import ParallelPG, PrunedGA
+
+Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed (pip install pgmpi[play])")
+
+
+def _play(*args, timeout=300):
+    cmd = [sys.executable, "-m", "pgmpi.play", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def _gif_frames(path):
+    """(total milliseconds, size) of a GIF: Pillow writes identical consecutive frames (a
+    balanced pole at rest) as one frame lasting as long as they do together."""
+    with Image.open(path) as im:
+        total = 0
+        for i in range(im.n_frames):
+            im.seek(i)
+            total += im.info["duration"]
+        return total, im.size
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    where = tmp_path_factory.mktemp("ck")
+    pg = ParallelPG(env="CartPole-v1", hidden_size=8, slots=2, steps_per_slot=1, quiet=True)
+    ga = PrunedGA(env="CartPole-v1", hidden_sizes=[4], population_size=8, quiet=True)
+    return {
+        "ParallelPG": pg.train(updates=1).save(where / "pg.npz"),
+        "PrunedGA": ga.train(generations=1).save(where / "ga.npz"),
+    }
+
+
+@pytest.mark.parametrize("algorithm", ["ParallelPG", "PrunedGA"])
+def test_gif_has_a_frame_per_kept_step(checkpoints, algorithm, tmp_path):
+    gif = tmp_path / "a.gif"
+    proc = _play(checkpoints[algorithm], "--gif", gif, "--episodes", "2", "--every", "2")
+    assert proc.returncode == 0, proc.stderr
+    steps = [int(s.replace(",", "")) for s in re.findall(r"in ([\d,]+) steps", proc.stdout)]
+    assert len(steps) == 2 and f"{algorithm} on CartPole-v1" in proc.stdout, proc.stdout
+    # Frame 0 is the reset, then one per step: every 2nd of them kept, over both episodes.
+    kept = (sum(s + 1 for s in steps) + 1) // 2
+    assert f"{kept} frames of 40 ms" in proc.stdout
+    assert _gif_frames(gif) == (kept * 40, (600, 400))  # 25 fps: 40 ms each
+    returns = [float(r) for r in re.findall(r"return ([-+\d.]+) in", proc.stdout)]
+    assert f"score {np.mean(returns):+.2f} (mean of 2 episode(s)" in proc.stdout
+
+
+def test_max_frames_cuts_the_game_and_says_so(checkpoints, tmp_path):
+    gif = tmp_path / "a.gif"
+    proc = _play(checkpoints["ParallelPG"], "--gif", gif, "--max-frames", "5", "--scale", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "(cut by --max-frames: not finished)" in proc.stdout and "5 frames" in proc.stdout
+    assert _gif_frames(gif) == (5 * 40, (300, 200))
+
+
+def test_a_file_it_cannot_play_is_one_line_and_status_2(tmp_path):
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, weights=np.zeros(3))
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"PK\x03\x04 not really a zip")
+    cases = {
+        tmp_path / "missing.npz": "no such file",
+        foreign: "no pgmpi metadata: not a pgmpi checkpoint",
+        corrupt: "not a readable .npz file",
+    }
+    for path, why in cases.items():
+        proc = _play(path, "--gif", tmp_path / "x.gif")
+        assert proc.returncode == 2 and proc.stdout == "", proc
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1, proc.stderr
+        assert lines[0].startswith(
+            f"pgmpi.play: error: cannot load checkpoint {str(path)!r}: {why}"
+        )
+        assert not (tmp_path / "x.gif").exists()
