@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, mpi, rng, threads
-from pgmpi.config import check_limits, first_problem, is_int, is_real
+from pgmpi import checkpoint, loop, mpi, rng, threads
+from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import make_gym
-from pgmpi.logger import Logger, limits_note, run_header
+from pgmpi.logger import Logger, run_header
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
@@ -292,49 +292,13 @@ class PrunedGA:
             ConfigError: on every rank, if a limit is not None or a valid number, or the
                 checkpoint or log dir cannot be written, or another run holds the log dir.
         """
-        limits = dict(generations=generations, minutes=minutes)
-        problem = check_limits(limits, target_return, checkpoint_every, callback)
-        problem = problem or checkpoint.writable_problem(
-            checkpoint_path, self.algorithm, self.config["env"]
-        )
-        mpi.agree(dict(limits, target_return=target_return), problem)  # before any file changes
-        log, start, first = self._logger(), time.perf_counter(), self.generation
-        if generations is None and minutes is None and target_return is None:
-            log.print("no limit given: training until interrupted")
-        if generations is not None and self.generation >= generations:
-            log.print(f"the limit of {generations} generations already reached: nothing to train")
-        with mpi.deferred_interrupts():  # Ctrl-C waits for the end of the generation
-            self._train(log, start, first, generations, minutes, target_return,
-                        checkpoint_path, checkpoint_every, callback)  # fmt: skip
-        return self
-
-    def _train(self, log, start, first, generations, minutes, target_return,
-               checkpoint_path, checkpoint_every, callback) -> None:  # fmt: skip
-        while generations is None or self.generation < generations:
-            row, stop = self._generation(start, minutes)
-            note = limits_note(
-                row["time/elapsed_s"], minutes, target_return,
-                generations=(first, self.generation, generations),
-            )  # fmt: skip
-            log.log(row, self._log_line(row) + note)
-            if callback is not None:
-                callback(row)
-            stop = stop or (
-                target_return is not None and row["charts/best_return"] >= target_return
-            )
-            last = stop or self.generation == generations
-            if checkpoint_path is not None and (last or self.generation % checkpoint_every == 0):
-                self.save(checkpoint_path)
-            if stop:
-                break
-            if mpi.interrupt_requested():  # Ctrl-C on any rank: all stop here, together
-                if checkpoint_path is not None:
-                    self.save(checkpoint_path)
-                    log.print(
-                        f"interrupted: saved {checkpoint_path} at generation {self.generation}"
-                    )
-                mpi.barrier()  # the root's write is complete before any rank exits
-                raise KeyboardInterrupt
+        return loop.train(
+            self, lambda start: self._generation(start, minutes),
+            lambda: {"generations": self.generation}, dict(generations=generations),
+            lambda row: row is not None and row["charts/best_return"] >= target_return,
+            self._log_line, minutes=minutes, target_return=target_return,
+            checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every, callback=callback,
+        )  # fmt: skip
 
     @staticmethod
     def _log_line(r: dict) -> str:

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, mpi, rng, rollout, threads
-from pgmpi.config import check_limits, first_problem, is_int, is_real
+from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
+from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import PONG_DOWN, PONG_ID, PONG_UP, Game, pong_frame
-from pgmpi.logger import Logger, limits_note, progress_line, rank_figures, run_header
+from pgmpi.logger import Logger, progress_line, rank_figures, run_header
 from pgmpi.networks import TwoLayerPolicy, sparse
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -208,7 +208,7 @@ class ParallelPG:
         self.update, self.episodes, self.steps = 0, 0, 0
         self.running_reward: float | None = None
         self.recent_returns: deque[float] = deque(maxlen=100)
-        self._evaluations, self._act_prev = 0, None
+        self._evaluations, self._act_prev, self._capped_said = 0, None, False
         self.open_rallies = rollout.OpenRallies()
         self._header = (
             f"{self.net.params.size:,} params | {slots} slots ({slots_note}) of "
@@ -294,77 +294,39 @@ class ParallelPG:
             ConfigError: on every rank, if a limit is not None or a valid number, or the
                 checkpoint or log dir cannot be written, or another run holds the log dir.
         """
-        limits = dict(updates=updates, episodes=episodes, minutes=minutes)
-        problem = check_limits(limits, target_return, checkpoint_every, callback)
-        problem = problem or checkpoint.writable_problem(
-            checkpoint_path, self.algorithm, self.config["env"]
-        )
-        mpi.agree(dict(limits, target_return=target_return), problem)  # before any file changes
-        log = self._logger()
-        if (updates, episodes, minutes, target_return) == (None, None, None, None):
-            log.print("no limit given: training until interrupted")
-        if reached := self._reached(updates, episodes, target_return):
-            log.print(f"{reached} already reached: nothing to train")
-            return self
-        with mpi.deferred_interrupts():  # Ctrl-C waits for the end of the update
-            return self._train(log, updates, episodes, minutes, target_return, checkpoint_path,
-                               checkpoint_every, callback)  # fmt: skip
+        return loop.train(
+            self, lambda start: self._step(start, minutes),
+            lambda: {"updates": self.update, "episodes": self.episodes},
+            dict(updates=updates, episodes=episodes),
+            lambda row: len(self.recent_returns) == 100
+            and np.mean(self.recent_returns) >= target_return,
+            progress_line, minutes=minutes, target_return=target_return,
+            checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every, callback=callback,
+        )  # fmt: skip
 
-    def _reached(self, updates, episodes, target_return) -> str | None:
-        """Which of the limits the run has reached, in words (None if none)."""
-        if updates is not None and self.update >= updates:
-            return f"the limit of {updates} updates"
-        if episodes is not None and self.episodes >= episodes:
-            return f"the limit of {episodes} games"
-        returns = self.recent_returns
-        if target_return is not None and len(returns) == 100 and np.mean(returns) >= target_return:
-            return f"the target return {target_return}"
-        return None
-
-    def _train(self, log, updates, episodes, minutes, target_return, checkpoint_path,
-               checkpoint_every, callback):  # fmt: skip
-        start, capped, first = time.perf_counter(), 0, (self.update, self.episodes)
-        while True:
-            finished, mine = self._one_update(start)
-            mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
-            ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
-            # In slot order, and in order of play within a slot: the same on any rank count.
-            games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
-            for _, ret, _ in games:
-                rr = self.running_reward
-                self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
-                self.recent_returns.append(ret)
-            self.update += 1
-            self.episodes += len(games)
-            self.steps += sum(r["steps"] for _, r in ranks)
-            row = self._log_row(games, [r for _, r in ranks], time.perf_counter() - start)
-            if self.trace:  # every rank's times are here already: no extra collective
-                log.trace(self.update, [r for _, r in ranks])
-            note = limits_note(
-                row["time/elapsed_s"], minutes, target_return,
-                updates=(first[0], self.update, updates), games=(first[1], self.episodes, episodes),
-            )  # fmt: skip
-            log.log(row, progress_line(row) + note)
-            if row["charts/capped_games"] and not capped:  # say it once; the CSV counts them
-                log.print(
-                    f"note: games cut at max_episode_steps={self.config['max_episode_steps']}"
-                )
-            capped += row["charts/capped_games"]
-            if callback is not None:
-                callback(row)
-            done = any(r["stop"] for _, r in ranks) or self._reached(
-                updates, episodes, target_return
+    def _step(self, start: float, minutes: float | None) -> tuple[dict, bool]:
+        """One update, then every rank's games and figures shared: (logged row, stop vote)."""
+        finished, mine = self._one_update(start)
+        mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
+        ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
+        # In slot order, and in order of play within a slot: the same on any rank count.
+        games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
+        for _, ret, _ in games:
+            rr = self.running_reward
+            self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
+            self.recent_returns.append(ret)
+        self.update += 1
+        self.episodes += len(games)
+        self.steps += sum(r["steps"] for _, r in ranks)
+        row = self._log_row(games, [r for _, r in ranks], time.perf_counter() - start)
+        if self.trace:  # every rank's times are here already: no extra collective
+            self._log.trace(self.update, [r for _, r in ranks])
+        if row["charts/capped_games"] and not self._capped_said:  # once; the CSV counts them
+            self._log.print(
+                f"note: games cut at max_episode_steps={self.config['max_episode_steps']}"
             )
-            if checkpoint_path is not None and (done or self.update % checkpoint_every == 0):
-                self.save(checkpoint_path)
-            if done:
-                return self
-            if mpi.interrupt_requested():  # Ctrl-C on any rank: all stop here, together
-                if checkpoint_path is not None:
-                    self.save(checkpoint_path)
-                    log.print(f"interrupted: saved {checkpoint_path} at update {self.update}")
-                mpi.barrier()  # the root's write is complete before any rank exits
-                raise KeyboardInterrupt
+            self._capped_said = True
+        return row, any(r["stop"] for _, r in ranks)
 
     def _log_row(self, games: list, ranks: list[dict], elapsed: float) -> dict:
         nan, returns = float("nan"), list(self.recent_returns)
