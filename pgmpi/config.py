@@ -52,3 +52,33 @@ def check_limits(limits: dict, target_return, checkpoint_every, callback) -> str
          checkpoint_every, "an int >= 1"),
         (callback is None or callable(callback), "callback", callback, "None or a function"),
     ])  # fmt: skip
+
+
+def _int_at_least(low: int):
+    return lambda v: is_int(v) and v >= low
+
+
+# ParallelPG's constructor arguments: (is the value fine?, what it must be).
+PG_RULES = {
+    "hidden_size": (_int_at_least(1), "an int >= 1"),
+    "optimizer": (lambda v: v in ("adam", "rmsprop"), "'adam' or 'rmsprop'"),
+    "learning_rate": (lambda v: is_real(v) and v > 0, "> 0"),
+    "decay_rate": (lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)"),
+    "gamma": (lambda v: is_real(v) and 0 < v <= 1, "in (0, 1]"),
+    "sticky_actions": (lambda v: v in (True, False), "True or False"),
+    "slots": (lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1"),
+    "steps_per_slot": (_int_at_least(1), "an int >= 1"),
+    "max_episode_steps": (_int_at_least(1), "an int >= 1"),
+    "whole_games": (lambda v: v in (None, True, False), "None, True or False"),
+    "batch_gradient": (lambda v: v in ("mean", "sum"), "'mean' or 'sum'"),
+    "seed": (_int_at_least(0), "an int >= 0"),
+    "blas_threads": (lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1"),
+    "trace": (lambda v: v in (True, False), "True or False"),
+}
+
+
+def rules_problem(values: dict, rules: dict) -> str | None:
+    """The message for the first of ``values`` that breaks its rule in ``rules``, or None."""
+    return first_problem(
+        [(rules[k][0](v), k, v, rules[k][1]) for k, v in values.items() if k in rules]
+    )

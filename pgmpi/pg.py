@@ -23,12 +23,13 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import first_problem, is_int, is_real
+from pgmpi.config import PG_RULES, first_problem, is_int, rules_problem
 from pgmpi.envs import PONG_DOWN, PONG_ID, PONG_UP, Game, pong_frame
 from pgmpi.logger import Logger, progress_line, rank_figures, run_header
 from pgmpi.networks import TwoLayerPolicy, sparse
@@ -139,29 +140,13 @@ class ParallelPG:
         trace: bool = False,
     ):
         n = mpi.size()
-        problem = mpi.launcher_problem() or first_problem([  # launcher first: nothing written
-            (is_int(hidden_size) and hidden_size >= 1, "hidden_size", hidden_size, "an int >= 1"),
-            (optimizer in ("adam", "rmsprop"), "optimizer", optimizer, "'adam' or 'rmsprop'"),
-            (is_real(learning_rate) and learning_rate > 0, "learning_rate", learning_rate, "> 0"),
-            (is_real(decay_rate) and 0 <= decay_rate < 1, "decay_rate", decay_rate, "in [0, 1)"),
-            (is_real(gamma) and 0 < gamma <= 1, "gamma", gamma, "in (0, 1]"),
-            (sticky_actions in (True, False), "sticky_actions", sticky_actions, "True or False"),
-            (slots is None or (is_int(slots) and slots >= 1), "slots", slots,
-             "None or an int >= 1"),
-            (is_int(steps_per_slot) and steps_per_slot >= 1, "steps_per_slot", steps_per_slot,
-             "an int >= 1"),
-            (is_int(max_episode_steps) and max_episode_steps >= 1, "max_episode_steps",
-             max_episode_steps, "an int >= 1"),
-            (whole_games in (None, True, False), "whole_games", whole_games,
-             "None, True or False"),
-            (batch_gradient in ("mean", "sum"), "batch_gradient", batch_gradient,
-             "'mean' or 'sum'"),
-            (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
-            (blas_threads is None or (is_int(blas_threads) and blas_threads >= 1),
-             "blas_threads", blas_threads, "None or an int >= 1"),
-            (trace in (True, False), "trace", trace, "True or False"),
-            (not trace or log_dir is not None, "trace", trace, "with a log_dir to write to"),
-        ])  # fmt: skip
+        given = {k: v for k, v in locals().items() if k in PG_RULES}
+        problem = (
+            mpi.launcher_problem()  # first: nothing is made or written in a mismatched launch
+            or rules_problem(given, PG_RULES)
+            or (trace and log_dir is None and "trace=True needs a log_dir to write to")
+            or None
+        )
         slots_note = "set" if slots is not None else f"default for {n} ranks"
         slots = slots if slots is not None else n * math.ceil(REFERENCE_SLOTS / n)
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
@@ -377,18 +362,12 @@ class ParallelPG:
         ])  # fmt: skip
         mpi.agree(dict(episodes=episodes, greedy=greedy, sticky=sticky), problem)
         self._evaluations += 1
-        returns = np.zeros(episodes)
-        mine = list(range(mpi.rank(), episodes, mpi.size()))
-        for chunk in (mine[i : i + 32] for i in range(0, len(mine), 32)):  # bounded memory
-            cap = self.config["max_episode_steps"]
-            games = [Game(self._make_env, sticky, cap) for _ in chunk]
-            streams = [
-                rng.stream(self.config["seed"], rng.EVALUATE, self._evaluations, e) for e in chunk
-            ]
-            pieces = rollout.play(self.net, games, streams, 1, True, greedy=greedy, learn=False)
-            for e, piece, game in zip(chunk, pieces, games, strict=True):
-                returns[e] = piece.finished[0][0]
-                game.close()
+        returns, mine = np.zeros(episodes), list(range(mpi.rank(), episodes, mpi.size()))
+        streams = [
+            rng.stream(self.config["seed"], rng.EVALUATE, self._evaluations, e) for e in mine
+        ]
+        new_game = partial(Game, self._make_env, sticky, self.config["max_episode_steps"])
+        returns[mine] = rollout.whole_games(self.net, new_game, streams, greedy)
         self.evaluation_returns = mpi.allreduce_sum_(returns)  # each return lives on one rank
         return float(self.evaluation_returns.mean())
 

@@ -8,6 +8,8 @@ so what it plays does not depend on which other games share the batch, or the ra
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from pgmpi import rng
@@ -82,6 +84,24 @@ def play(
                 still.append(i)
         todo = still
     return pieces
+
+
+def whole_games(
+    net: TwoLayerPolicy,
+    new_game: Callable[[], Game],
+    streams: list[np.random.Generator],
+    greedy: bool = False,
+) -> list[float]:
+    """The score of one whole game per stream, played without learning, 32 at a time (so
+    memory stays bounded however many are asked for)."""
+    scores = []
+    for i in range(0, len(streams), 32):
+        games = [new_game() for _ in streams[i : i + 32]]
+        pieces = play(net, games, streams[i : i + 32], 1, True, greedy=greedy, learn=False)
+        scores += [piece.finished[0][0] for piece in pieces]
+        for game in games:
+            game.close()
+    return scores
 
 
 class OpenRallies:
