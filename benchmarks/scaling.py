@@ -17,7 +17,9 @@ Then projects, for n = 1 ... 1,536 ranks, the fraction of rank time spent waitin
 other ranks and the speed-up in agent steps per second over 1 rank, for the old split and
 the new one (slots = the smallest multiple of n >= 16). The Allreduce is a ring: 2 (n-1)
 steps of latency plus 2 (n-1)/n of the buffer over the link's bandwidth, for the shared
-memory measured here and for 10 and 100 Gb/s networks (latencies assumed: 20 and 2 us).
+memory measured here and for 10 and 100 Gb/s networks (latencies assumed: 20 and 2 us),
+and, if benchmarks/results/reduction_2_tcp.json exists (``benchmarks/reduction.py --tag _tcp``
+run over TCP between two namespace hosts; README, "Scaling"), for that link.
 Writes benchmarks/results/scaling.json and docs/figures/scaling.png.
 """
 
@@ -213,6 +215,10 @@ def main() -> None:
     # Shared memory: the 2-rank Allreduce measured here, as a ring's bandwidth.
     shm = (one["params"] * 8 / max(measured[2]["allreduce_s"], 1e-6), 1e-6)
     links = {"shared memory (measured)": shm, **NETWORKS}
+    tcp = common.RESULTS / "reduction_2_tcp.json"  # reduction.py on two namespace hosts
+    if tcp.exists():  # a kernel TCP link (veth), as a ring's bandwidth; latency assumed 50 us
+        t = json.loads(tcp.read_text())["allreduce_s_exact"]
+        links["TCP between 2 namespace hosts (measured)"] = (one["params"] * 8 / t, 50e-6)
     projection = project(model, links)
     for n in (1, 2):
         m = measured[n]

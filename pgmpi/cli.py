@@ -30,7 +30,7 @@ class ArgumentParser(argparse.ArgumentParser):
                 "long in one collective; 0: no fixed limit (PGMPI_DEADLINE, else 1800)",
             )
         parsed = super().parse_args(args, namespace)
-        if parsed.deadline is not None:
+        if getattr(parsed, "deadline", None) is not None:  # absent: suppressed by given()
             mpi.set_deadline(parsed.deadline)
         return parsed
 

@@ -88,6 +88,7 @@ def train(
             if mpi.interrupt_requested():  # Ctrl-C on any rank: all stop here, together
                 if checkpoint_path is not None:
                     agent.save(checkpoint_path)
-                    log.print(f"interrupted: saved {checkpoint_path} after {now[unit]} {unit}")
+                    where = f"{unit.removesuffix('s')} {now[unit]}"  # "update 12"
+                    log.print(f"interrupted: saved {checkpoint_path} at {where}")
                 mpi.barrier()  # the root's write is complete before any rank exits
                 raise KeyboardInterrupt
