@@ -43,7 +43,7 @@ def hosts():
 NODE_SCRIPT = """
 import socket, numpy as np
 from pgmpi import mpi, threads
-info = (socket.gethostname(), mpi.ranks_on_node(), threads.default_threads())
+info = (socket.gethostname(), mpi.ranks_on_node(), threads.default_threads()[0])
 big = mpi.allreduce_sum_(np.ones(1_000_000))  # 8 MB: must cross the link
 rows = mpi.allgather_object(info)
 if mpi.is_root():
