@@ -47,9 +47,14 @@ def train(
         minutes, target_return, checkpoint_path, checkpoint_every, callback: as in the
             algorithms' ``train``.
 
+    A limit already reached trains nothing. Ctrl-C stops at the end of the step under way:
+    every rank agrees, the checkpoint is saved (with ``checkpoint_path``), then
+    KeyboardInterrupt is raised; a second Ctrl-C raises at once.
+
     Raises:
-        ConfigError: on every rank, before any file changes, if a limit or argument is bad,
-            the checkpoint or log dir cannot be written, or another run holds the log dir.
+        ConfigError: on every rank, before any file changes, if a limit is not None or a
+            valid number, an argument is bad, the checkpoint or log dir cannot be written,
+            or another run holds the log dir.
     """
     problem = check_limits(dict(limits, minutes=minutes), target_return, checkpoint_every, callback)
     problem = problem or checkpoint.writable_problem(

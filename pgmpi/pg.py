@@ -270,14 +270,9 @@ class ParallelPG:
             checkpoint_path: save here every ``checkpoint_every`` updates and at the end.
             callback: called on every rank after every update with the logged row.
 
-        With no limit at all, trains until interrupted. A limit already reached returns at
-        once. Ctrl-C stops at the end of the update under way: every rank agrees, the
-        checkpoint is saved (with ``checkpoint_path``), then KeyboardInterrupt is raised; a
-        second Ctrl-C raises at once. Collective: every rank must call this.
-
-        Raises:
-            ConfigError: on every rank, if a limit is not None or a valid number, or the
-                checkpoint or log dir cannot be written, or another run holds the log dir.
+        Without limits, trains until interrupted; Ctrl-C saves and stops every rank at the
+        end of the update under way. Limits, errors and Ctrl-C: :func:`pgmpi.loop.train`.
+        Collective: every rank must call this.
         """
         return loop.train(
             self, lambda start: self._step(start, minutes),
