@@ -105,3 +105,21 @@ def wait_for(path: Path, job: subprocess.Popen, timeout: float = 120) -> None:
         assert job.poll() is None, f"job ended early: {job.stderr.read()[-3000:]}"
         assert time.monotonic() < deadline, f"no {path} after {timeout} s"
         time.sleep(0.1)
+
+
+@contextmanager
+def holding_log_dir(path: Path):
+    """Another process holding the lock on log dir ``path`` (a pgmpi Logger), killed with
+    SIGKILL on exit, so it leaves its lock file behind as a crashed run would."""
+    code = (
+        "import sys, time; from pgmpi.logger import Logger\n"
+        "Logger(sys.argv[1]); print('locked', flush=True); time.sleep(300)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()

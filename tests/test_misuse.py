@@ -7,13 +7,12 @@ that are files or held by another run, games that never end, checkpoints of anot
 import math
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from launch import holding_log_dir
 
 from pgmpi import ConfigError, ParallelPG, PrunedGA, checkpoint
 from pgmpi.logger import Logger, lock_log_dir
@@ -188,14 +187,7 @@ def test_a_log_dir_that_is_a_file_is_one_clear_error(tmp_path):
 
 
 def test_a_log_dir_held_by_a_live_run_is_refused_naming_it(tmp_path):
-    code = (
-        "import sys, time; from pgmpi.logger import Logger\n"
-        "Logger(sys.argv[1]); print('locked', flush=True); time.sleep(120)\n"
-    )
-    holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
-                              text=True)  # fmt: skip
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with holding_log_dir(tmp_path) as holder:
         (tmp_path / "progress.csv").write_text("theirs\n")
         agent = _cartpole(log_dir=tmp_path)
         with pytest.raises(ConfigError) as err:
@@ -205,9 +197,6 @@ def test_a_log_dir_held_by_a_live_run_is_refused_naming_it(tmp_path):
         assert "host " in message and "started 20" in message
         assert (tmp_path / "progress.csv").read_text() == "theirs\n"
         assert not (tmp_path / "checkpoint.npz").exists()
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait()
     # The holder died without cleaning up: its lock went with it (the file stays, stale).
     assert f"pid {holder.pid}" in (tmp_path / ".lock").read_text()
     assert lock_log_dir(tmp_path) is None

@@ -8,12 +8,10 @@ error on every rank; capped games give the same results on any rank count.
 import csv
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
-from launch import run_mpi, started_mpi, wait_for
+from launch import holding_log_dir, run_mpi, started_mpi, wait_for
 
 from pgmpi import ParallelPG, PrunedGA, checkpoint
 
@@ -121,18 +119,8 @@ def test_a_log_dir_that_is_a_file_is_one_clear_error_on_two_ranks(tmp_path):
 
 
 def test_a_second_run_in_the_same_log_dir_is_refused_naming_the_first(tmp_path):
-    code = (
-        "import sys, time; from pgmpi.logger import Logger\n"
-        "Logger(sys.argv[1]); print('locked', flush=True); time.sleep(300)\n"
-    )
-    first = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
-                             text=True)  # fmt: skip
-    try:
-        assert first.stdout.readline().strip() == "locked"
+    with holding_log_dir(tmp_path) as first:
         proc = run_mpi(2, [*PONG, "--updates", "1", "--log-dir", str(tmp_path)], timeout=120)
-    finally:
-        first.kill()
-        first.wait()
     _one_clear_error(proc, f"is in use by another run (host {os.uname().nodename}, pid {first.pid}")
     assert not (tmp_path / "progress.csv").exists()
     again = run_mpi(2, [*PONG, "--updates", "1", "--log-dir", str(tmp_path)], timeout=300)
