@@ -114,8 +114,8 @@ class Game:
             self._ale_actions = [atari._action_set[a] for a in (PONG_UP, PONG_DOWN)]
             self._screen = np.empty((210, 160), dtype=np.uint8)  # palette indices
             # The last frame seen, as palette indices (255: none, never a palette index)
-            # and as the post's 0/1 foreground, both (80, 80).
-            self._seen = np.full((80, 80), 255, dtype=np.uint8)
+            # and as the post's 0/1 foreground, both flat (6400,).
+            self._seen = np.full(6400, 255, dtype=np.uint8)
             self._prev = np.zeros(6400, dtype=np.int8)
 
     def new_game(self, seed: int) -> None:
@@ -162,19 +162,18 @@ class Game:
     def _pong_input(self) -> tuple[np.ndarray, np.ndarray]:
         """The difference of this frame and the last, from the pixels whose index changed."""
         self._ale.getScreen(self._screen)
-        cur = self._screen[35:195:2, ::2]
-        changed = np.flatnonzero(cur != self._seen)
+        cur = self._screen[35:195:2, ::2].ravel()  # (6400,) palette indices, a copy
+        changed = (cur != self._seen).nonzero()[0]
         if not len(changed):
             return Game._NONE
-        rows, cols = np.divmod(changed, 80)
-        new = cur[rows, cols]
+        new = cur[changed]
         fg = Game._FOREGROUND[new]
         if fg.min() < 0:  # an index not seen before: read its colour from an RGB frame
-            Game._FOREGROUND[cur] = _foreground(self._ale.getScreenRGB()[35:195:2, ::2, 0])
+            Game._FOREGROUND[cur] = pong_frame(self._ale.getScreenRGB())
             fg = Game._FOREGROUND[new]
         step = fg - self._prev[changed]
-        self._prev[changed], self._seen[rows, cols] = fg, new
-        keep = np.flatnonzero(step)
+        self._prev[changed], self._seen[changed] = fg, new
+        keep = step.nonzero()[0]
         return changed[keep], step[keep].astype(np.float32)
 
     def snapshot(self) -> dict[str, np.ndarray]:
