@@ -59,6 +59,27 @@ def _foreground(red: np.ndarray) -> np.ndarray:
     return ((red != 144) & (red != 109) & (red != 0)).astype(np.int8)
 
 
+def _pcg64_words(gen: np.random.Generator) -> list[int]:
+    """A PCG64 generator's whole state as six unsigned 64-bit words (no pickle)."""
+    s = gen.bit_generator.state
+    big = [w >> shift & (2**64 - 1) for w in (s["state"]["state"], s["state"]["inc"])
+           for shift in (0, 64)]  # fmt: skip
+    return [*big, s["has_uint32"], s["uinteger"]]
+
+
+def _pcg64_from_words(words: np.ndarray) -> np.random.Generator:
+    """The generator that :func:`_pcg64_words` described."""
+    w = [int(x) for x in words]
+    bits = np.random.PCG64()
+    bits.state = {
+        "bit_generator": "PCG64",
+        "state": {"state": w[0] | w[1] << 64, "inc": w[2] | w[3] << 64},
+        "has_uint32": w[4],
+        "uinteger": w[5],
+    }
+    return np.random.Generator(bits)
+
+
 class Game:
     """One persistent game (a "slot"): a gymnasium env seen as a policy-gradient task.
 
@@ -69,9 +90,12 @@ class Game:
 
     Args:
         env: a gymnasium id or a zero-argument factory.
-        sticky: Pong only: ALE v5's sticky actions (``repeat_action_probability=0.25``).
-            Their random stream is seeded at the first ``new_game`` and then runs on from
-            game to game (a seeded reset costs 0.17 s); snapshots carry it.
+        sticky: Pong only: ALE v5's sticky actions: at every emulator frame, with
+            probability 0.25 the action applied at the frame before is applied again
+            (Machado et al., 2018). Done here rather than by ALE, whose saved states leave
+            out the action applied last, so a game resumed from a snapshot could differ.
+            Their random stream is seeded at the first ``new_game`` and runs on from game
+            to game; snapshots carry it and the action applied last.
         max_steps: end a game after this many agent steps (truncated, as a time limit
             would), or None for no cap. Envs without a time limit need one: a good policy
             could otherwise play one game forever.
@@ -90,10 +114,10 @@ class Game:
 
         self.env_id = env if isinstance(env, str) else None
         self.is_pong = self.env_id == PONG_ID
-        extra = {"repeat_action_probability": STICKY} if sticky and self.is_pong else {}
-        self.env = make_gym(env, **extra)
+        self.env = make_gym(env)  # Pong without ALE's sticky actions: see step()
         self.env_id = self.env_id or getattr(self.env.spec, "id", "custom")
-        self.sticky = bool(extra)
+        self.sticky = bool(sticky and self.is_pong)
+        self._sticky_rng: np.random.Generator | None = None  # made at the first new_game
         obs_space, act_space = self.env.observation_space, self.env.action_space
         if not isinstance(act_space, gym.spaces.Discrete):
             raise ValueError(f"env {self.env_id!r}: action space {act_space} is not Discrete")
@@ -121,10 +145,14 @@ class Game:
     def new_game(self, seed: int) -> None:
         """Start a game whose randomness is fixed by ``seed``."""
         if self.is_pong and self._seeded:
-            obs, _ = self.env.reset()  # deterministic, or sticky with its stream running on
+            obs, _ = self.env.reset()  # deterministic: no need to reseed
         else:
             obs, _ = self.env.reset(seed=seed)
             self._seeded = True
+            if self.sticky:
+                self._sticky_rng = np.random.Generator(np.random.PCG64(seed))
+        if self.is_pong:  # ALE's reset leaves NOOP as the action applied last
+            self._applied = type(self._ale_actions[0]).NOOP
         if self.is_pong:
             self._seen[...] = 255  # every pixel counts as changed, so that
             self._pong_input()  # the last frame becomes this one; the first input is zero:
@@ -142,7 +170,12 @@ class Game:
             ale, act = self._ale, self._ale_actions[action]
             reward = 0.0
             for _ in range(self._frameskip):
-                reward += ale.act(act)
+                if self.sticky:  # with probability 0.25, the frame before's action again
+                    if self._sticky_rng.random() >= STICKY:
+                        self._applied = act
+                    reward += ale.act(self._applied)
+                else:
+                    reward += ale.act(act)
             terminated, truncated = ale.game_over(with_truncation=False), ale.game_truncated()
             self.x = self._pong_input()
         else:
@@ -179,25 +212,32 @@ class Game:
     def snapshot(self) -> dict[str, np.ndarray]:
         """Everything needed to continue this game elsewhere: for a live Pong game, the
         emulator state (ALE's own serialisation, no pickle), the last frame and input; for a
-        sticky-action game, the emulator's random stream even between games."""
+        sticky-action game, its random stream and the action applied last."""
         out = {"score": np.array([self.score, self.length, self.live], dtype=np.float64)}
         if self.live and not self.is_pong:  # games of other envs end with their rally
             raise ValueError(f"cannot snapshot a live {self.env_id} game")
-        if self.live or (self.sticky and self._seeded):
-            state = self.env.unwrapped.ale.cloneState(include_rng=self.sticky).serialize()
+        if self.live:
+            state = self.env.unwrapped.ale.cloneState().serialize()
             out["ale"] = np.frombuffer(state, dtype=np.uint8)
+        if self._sticky_rng is not None:
+            out["sticky"] = np.array([*_pcg64_words(self._sticky_rng), self._applied.value],
+                                     dtype=np.uint64)  # fmt: skip
         if self.live:
             out["prev"], out["x"] = self._prev.copy(), dense(self.x, 6400).astype(np.int8)
         return out
 
     def restore(self, snap: dict[str, np.ndarray], seed: int) -> None:
         """Continue the game that ``snapshot`` saved (``seed``: the env's first reset)."""
-        score, length, live = snap["score"]
-        if "ale" in snap:
-            import ale_py
+        import ale_py
 
+        score, length, live = snap["score"]
+        if "ale" in snap or "sticky" in snap:
             self.new_game(seed)  # the env must have been reset once before restoring
+        if "ale" in snap:
             self.env.unwrapped.ale.restoreState(ale_py.ALEState(snap["ale"].tobytes()))
+        if "sticky" in snap:
+            self._sticky_rng = _pcg64_from_words(snap["sticky"][:-1])
+            self._applied = ale_py.Action(int(snap["sticky"][-1]))
         if live:
             # The palette indices of the last frame are not saved: mark them unknown, so the
             # next step compares every pixel's foreground with the saved one.

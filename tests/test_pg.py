@@ -154,6 +154,62 @@ def test_direct_ale_step_is_gymnasiums_step():
             prev = pong_frame(env.reset()[0])
 
 
+class _RecordingALE:
+    """The real ALE, with every action it is sent written down (a spy, not a stand-in)."""
+
+    def __init__(self, ale):
+        self.ale, self.sent = ale, []
+
+    def act(self, action):
+        self.sent.append(action)
+        return self.ale.act(action)
+
+    def __getattr__(self, name):
+        return getattr(self.ale, name)
+
+
+def test_sticky_actions_repeat_the_frame_befores_action_a_quarter_of_the_time():
+    game = Game("ALE/Pong-v5", sticky=True)
+    game.new_game(seed=4)
+    game._ale = spy = _RecordingALE(game._ale)
+    wanted = []
+    for t in range(2000):  # up, down, up, ...: a repeat shows as the other action
+        game.step(t % 2)
+        wanted += [game._ale_actions[t % 2]] * 4
+        if not game.live:
+            game.new_game(seed=4)
+    late = np.mean([a != w for a, w in zip(spy.sent, wanted, strict=True)])
+    # Frame f of a step still applies the last step's action with probability 0.25**f.
+    assert abs(late - sum(0.25**f for f in range(1, 5)) / 4) < 0.015, late
+
+
+def test_sticky_game_continues_exactly_after_snapshot_and_restore():
+    """Moved to a new Game every 100 steps and at every game's end, a sticky game plays on
+    exactly as one never moved (its stream and the action applied last go with it)."""
+    actions = np.random.default_rng(0).integers(0, 2, 2500)
+
+    def play(game, move):
+        seen = []
+        for t, a in enumerate(actions):
+            if move and (t % 100 == 0 or not game.live):
+                back = Game("ALE/Pong-v5", sticky=True)
+                back.restore(game.snapshot(), seed=9)
+                assert back.live == game.live
+                game = back
+            if not game.live:
+                game.new_game(seed=9)
+            reward, _, over = game.step(int(a))
+            seen.append((reward, game.x[0].tolist(), game.x[1].tolist()))
+        return seen
+
+    games = [Game("ALE/Pong-v5", sticky=True) for _ in range(2)]
+    for game in games:
+        game.new_game(seed=9)
+    moved, stayed = play(games[0], True), play(games[1], False)
+    assert sum(r != 0 for r, _, _ in stayed) >= 21  # a whole game at least
+    assert moved == stayed
+
+
 def test_rally_rule_ends_a_rally_at_every_point():
     game = Game("ALE/Pong-v5")
     game.new_game(seed=0)
@@ -199,9 +255,10 @@ def test_save_load_round_trip(tmp_path):
     np.testing.assert_array_equal(back.net.params, agent.net.params)
 
 
-def test_pong_games_in_progress_survive_save_and_load(tmp_path):
+@pytest.mark.parametrize("sticky", [False, True])
+def test_pong_games_in_progress_survive_save_and_load(tmp_path, sticky):
     rows = {"a": [], "b": []}
-    agent = _pong().train(episodes=1)  # several updates, games carried over between them
+    agent = _pong(sticky_actions=sticky).train(episodes=1)  # games carried over updates
     assert any(g.live for g in agent.games.values()) and agent.open_rallies.steps
     back = ParallelPG.load(agent.save(tmp_path / "ck.npz"), quiet=True)
     assert back.open_rallies.steps.keys() == agent.open_rallies.steps.keys()
