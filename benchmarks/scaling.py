@@ -8,18 +8,29 @@ defaults (16 games of 512 steps per update):
 * each rank's playing rate, the fraction of time ranks wait at the Allreduce for slower
   ranks, and the Allreduce's own cost (the fastest rank's time in it);
 * the seconds per game-step when a rank holds 1, 2, 4, 8 or 16 games (one forward pass per
-  step for all of them), the gradient seconds per game and the optimizer step;
+  step for all of them), the gradient seconds per game and the per-update costs that every
+  rank pays whatever the rank count (the Adam step, turning the sum back into floats);
+* the cost of every slot's piece of play, recorded: each of the 16 games of the run plays
+  its 512 steps alone (as it does on a rank that holds one game, at 16 ranks and more) and
+  its gradient is taken, ``--slot-updates`` times over (128 pieces by default);
 * the lengths of whole games (for the old split: each update's 10 whole games, game e on
   rank e % n). With ``--checkpoint``, from that trained policy, whose games are longer
   and vary more than a beginner's.
 
 Then projects, for n = 1 ... 1,536 ranks, the fraction of rank time spent waiting for
 other ranks and the speed-up in agent steps per second over 1 rank, for the old split and
-the new one (slots = the smallest multiple of n >= 16). The Allreduce is a ring: 2 (n-1)
-steps of latency plus 2 (n-1)/n of the buffer over the link's bandwidth, for the shared
-memory measured here and for 10 and 100 Gb/s networks (latencies assumed: 20 and 2 us),
-and, if benchmarks/results/reduction_2_tcp.json exists (``benchmarks/reduction.py --tag _tcp``
-run over TCP between two namespace hosts; README, "Scaling"), for that link.
+the new one (slots = the smallest multiple of n >= 16). A rank's work in the new split is
+the sum of its games' piece costs, drawn from the recorded ones (a smoothed bootstrap); an
+update lasts as long as the slowest rank's work, then the Allreduce and the per-update
+costs follow. A second projection of the new split also multiplies each
+rank's work by the rank-to-rank spread measured at 2 ranks here, which on this shared
+virtual machine comes mostly from the host (other tenants), not from the work.
+
+The Allreduce is a ring: 2 (n-1) steps of latency plus 2 (n-1)/n of the buffer over the
+link's bandwidth, for the shared memory measured here and for 10 and 100 Gb/s networks
+(latencies assumed: 20 and 2 us), and, if benchmarks/results/reduction_2_tcp.json exists
+(``benchmarks/reduction.py --tag _tcp`` run over TCP between two namespace hosts; README,
+"Scaling"), for that link.
 Writes benchmarks/results/scaling.json and docs/figures/scaling.png.
 """
 
@@ -58,9 +69,20 @@ def worker(args) -> None:
     rows = []
     start = agent.update
     agent.train(updates=start + 1)  # warm-up: first games started, first allocations
+    steps0 = agent.steps
     agent.train(updates=start + 1 + args.updates, callback=rows.append)
-    out = {"ranks": mpi.size(), "rows": rows, "params": agent.net.params.size}
+    out = {"ranks": mpi.size(), "rows": rows, "params": agent.net.params.size, "steps0": steps0}
     if mpi.size() == 1:
+        # Every slot's piece on its own, play and gradient, as on a rank holding one game.
+        c, costs = agent.config, []
+        for u in range(args.slot_updates):
+            for k in agent.mine:
+                t = time.perf_counter()
+                stream = rng.stream(c["seed"], rng.EPISODE, agent.update + u, k)
+                piece = rollout.play(agent.net, [agent.games[k]], [stream], 512, False)[0]
+                agent._gradient(k, piece)
+                costs.append(time.perf_counter() - t)
+        out["slot_s"] = costs
         out["step_s"] = {}
         for k in (1, 2, 4, 8, 16):
             games = [Game(agent.config["env"]) for _ in range(k)]
@@ -90,10 +112,26 @@ def expected_max(n: int, draws: np.ndarray, count: int, rng) -> float:
     return float(sums.max(axis=1).mean())
 
 
+def draw_slots(recorded: np.ndarray, shape: tuple, rng) -> np.ndarray:
+    """Slot costs drawn from the recorded ones, each plus a normal of Silverman's bandwidth
+    (a smoothed bootstrap), so that the slowest of many ranks is not capped at the slowest
+    piece that happened to be recorded."""
+    width = 1.06 * recorded.std() * len(recorded) ** -0.2
+    return rng.choice(recorded, size=shape) + rng.normal(0.0, width, size=shape)
+
+
+def rank_figures(work: np.ndarray, slots: int, serial_s: float) -> tuple[float, float, float]:
+    """(mean rank work, expected slowest rank's work, agent steps/s of an update) from
+    draws of every rank's seconds of work, shape (draws, n); ``serial_s`` is paid after."""
+    longest = float(work.max(axis=1).mean())
+    return float(work.mean()), longest, slots * 512 / (longest + serial_s)
+
+
 def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
     """Waiting fraction and speed-up of both splits at every n in RANKS, for each link."""
     rng = np.random.default_rng(0)
     step_s, noise = m["step_s"], m["step_noise"]  # seconds per game-step; per-rank spread
+    slot_s = np.array(m["slot_s"])  # seconds of one slot's piece (play and gradient)
     lengths = np.array(m["game_lengths"], dtype=float)
     size = m["params"] * 8  # the int64 fixed-point buffer
     fixed_s = m["optimizer_s"]
@@ -103,15 +141,15 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
         rows = []
         for n in RANKS:
             comm = ring_allreduce_s(n, size, bandwidth, latency)
-            # New: every rank plays k games of exactly 512 steps; only the time per step
-            # differs between ranks (measured spread of a rank's update time).
+            # New: every rank plays k games of exactly 512 steps. A rank's work is the sum
+            # of k recorded slot costs, at the speed per step of k games batched together;
+            # "host" also multiplies it by the rank-to-rank spread measured at 2 ranks.
             slots = n * -(-16 // n)
             k = slots // n
-            cost = step_s[str(min(16, 2 ** int(np.log2(k))))] * 512 * k + m["grad_s"] * k
-            work = cost * rng.normal(1.0, noise, size=(400, n)).clip(0.5)
-            busy, longest = work.mean(), work.max(axis=1).mean()
-            new_update = longest + comm + fixed_s
-            new_rate = slots * 512 / new_update
+            batched = step_s[str(min(16, 2 ** int(np.log2(k))))] / step_s["1"]
+            work = draw_slots(slot_s, (400, n, k), rng).sum(axis=2) * batched
+            host = work * rng.normal(1.0, noise, size=(400, n)).clip(0.5)
+            new, new_host = (rank_figures(w, slots, comm + fixed_s) for w in (work, host))
             # Old: 10 whole games per update, game e on rank e % n, at one game per rank.
             per_rank = [len(range(r, 10, n)) for r in range(min(n, 10))]
             game_s = step_s["1"] * lengths.mean()
@@ -119,11 +157,13 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
             old_update = old_longest + m["grad_s"] * max(per_rank) + comm + fixed_s
             old_busy = 10 * game_s / n
             old_rate = 10 * lengths.mean() / old_update
-            base_rate = base_rate or {"new": new_rate, "old": old_rate}
+            base_rate = base_rate or {"new": new[2], "old": old_rate}
             rows.append({
                 "ranks": n, "slots": slots, "allreduce_s": comm,
-                "new_wait_fraction": 1 - busy / longest,
-                "new_speedup": new_rate / base_rate["new"],
+                "new_wait_fraction": 1 - new[0] / new[1],
+                "new_speedup": new[2] / base_rate["new"],
+                "new_host_wait_fraction": 1 - new_host[0] / new_host[1],
+                "new_host_speedup": new_host[2] / base_rate["new"],
                 "old_wait_fraction": max(0.0, 1 - old_busy / old_longest),
                 "old_speedup": old_rate / base_rate["old"],
             })  # fmt: skip
@@ -138,11 +178,14 @@ def plot(projection: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for link, style in zip(projection, ("-", "--", ":"), strict=False):
+    for i, (link, style) in enumerate(zip(projection, ("-", "--", ":", "-."), strict=False)):
         rows = projection[link]
         n = [r["ranks"] for r in rows]
-        for split, colour in (("new", "tab:blue"), ("old", "tab:red")):
-            label = f"{split} split, {link}"
+        splits = [("new", "tab:blue", "new split"), ("old", "tab:red", "old split")]
+        if i == 0:  # the first link (shared memory) also with this host's rank-to-rank spread
+            splits.insert(1, ("new_host", "tab:cyan", "new split + this host's spread"))
+        for split, colour, name in splits:
+            label = f"{name}, {link}"
             a.plot(n, [100 * r[f"{split}_wait_fraction"] for r in rows], style, c=colour,
                    label=label)  # fmt: skip
             b.plot(n, [r[f"{split}_speedup"] for r in rows], style, c=colour, label=label)
@@ -163,6 +206,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--updates", type=int, default=6, help="timed updates per rank count (6)")
     p.add_argument("--games", type=int, default=10, help="whole games timed for the old split")
+    p.add_argument("--slot-updates", type=int, default=8,
+                   help="times each of the 16 slots' pieces is recorded alone (8)")  # fmt: skip
     p.add_argument("--checkpoint", help="a trained ParallelPG checkpoint to measure with")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -174,7 +219,8 @@ def main() -> None:
     extra = ["--checkpoint", args.checkpoint] if args.checkpoint else []
     runs = {}
     for n in (1, 2):
-        cmd = [__file__, "--worker", "--updates", str(args.updates), "--games", str(args.games)]
+        cmd = [__file__, "--worker", "--updates", str(args.updates), "--games", str(args.games),
+               "--slot-updates", str(args.slot_updates)]  # fmt: skip
         runs[n] = json.loads(common.mpirun(n, cmd + extra).strip().splitlines()[-1])
     one = runs[1]
 
@@ -192,7 +238,11 @@ def main() -> None:
     }
     speedup = measured[2]["steps_per_s"] / measured[1]["steps_per_s"]
     rows = one["rows"]
-    play = np.array([r["steps"] / r["perf/rank_steps_per_s_min"] for r in rows])
+    # Each row's "steps" counts from the start of the run: an update's are the difference.
+    steps = np.diff([one["steps0"]] + [r["steps"] for r in rows])
+    wall = steps / np.array([r["perf/steps_per_s"] for r in rows])
+    play = steps / np.array([r["perf/rank_steps_per_s_min"] for r in rows])
+    grad = np.array([r["perf/grad_s"] for r in rows])
     # The spread that makes ranks wait is between ranks within one update (not the drift of
     # the whole machine from update to update): for two normal draws E|a - b| = 2 sigma /
     # sqrt(pi), so sigma / mean from the 2-rank runs' fastest and slowest rank.
@@ -202,14 +252,13 @@ def main() -> None:
     model = {
         "params": one["params"],
         "step_s": one["step_s"],
+        "slot_s": one["slot_s"],
+        "slot_s_spread": float(np.std(one["slot_s"]) / np.mean(one["slot_s"])),
         "step_noise": float(np.mean((hi - lo) / (hi + lo) * 2) * np.sqrt(np.pi) / 2),
-        "grad_s": mean(rows, "perf/grad_s") / 16,
-        "optimizer_s": max(
-            0.0,
-            float(np.mean([r["steps"] / r["perf/steps_per_s"] for r in rows]))
-            - float(play.mean())
-            - mean(rows, "perf/grad_s"),
-        ),
+        "grad_s": float(grad.mean()) / 16,
+        # What an update costs beyond play, gradients and the Allreduce: the Adam step,
+        # the fixed-point sum back to floats, sharing the finished games.
+        "optimizer_s": max(0.0, float(np.mean(wall - play - grad)) - measured[1]["allreduce_s"]),
         "game_lengths": one["game_lengths"],
     }
     # Shared memory: the 2-rank Allreduce measured here, as a ring's bandwidth.
@@ -229,15 +278,21 @@ def main() -> None:
         )
     print(f"measured 2-rank wall-clock speed-up: {speedup:.3f} (target >= 1.95)")
     print(f"game lengths for the old split: {sorted(model['game_lengths'])}")
+    print(
+        f"a slot's piece alone: {1e3 * np.mean(model['slot_s']):.1f} ms on average, spread "
+        f"{100 * model['slot_s_spread']:.1f}% (std / mean, {len(model['slot_s'])} pieces); "
+        f"rank-to-rank spread at 2 ranks {100 * model['step_noise']:.1f}%; per-update "
+        f"costs outside play {1e3 * model['optimizer_s']:.1f} ms"
+    )
     for link, prow in projection.items():
         for r in prow:
             if r["ranks"] in (2, 128, 1536):
-                wait = 100 * r["new_wait_fraction"]
+                wait, host = 100 * r["new_wait_fraction"], 100 * r["new_host_wait_fraction"]
                 print(
-                    f"projected, {link}, {r['ranks']} ranks: waiting {wait:.1f}%"
-                    f" (old split {100 * r['old_wait_fraction']:.1f}%), speed-up "
-                    f"{r['new_speedup']:.1f}x (old {r['old_speedup']:.1f}x), "
-                    f"Allreduce {1e3 * r['allreduce_s']:.1f} ms"
+                    f"projected, {link}, {r['ranks']} ranks: waiting {wait:.1f}% (with this "
+                    f"host's spread {host:.1f}%; old split {100 * r['old_wait_fraction']:.1f}%),"
+                    f" speed-up {r['new_speedup']:.1f}x ({r['new_host_speedup']:.1f}x; old "
+                    f"{r['old_speedup']:.1f}x), Allreduce {1e3 * r['allreduce_s']:.1f} ms"
                 )
     plot(projection, FIGURE)
     result = {
