@@ -26,6 +26,8 @@ import socket
 import time
 from pathlib import Path
 
+import numpy as np
+
 from pgmpi import mpi
 from pgmpi.version import __version__
 
@@ -60,6 +62,7 @@ class Logger:
         self.trace_path = Path(log_dir) / "trace.csv" if log_dir is not None else None
         self.quiet, self.tracing = quiet, trace
         self._columns: list[str] | None = None
+        self._said: set[str] = set()  # what print_once has printed
         problem = None
         if self.path is not None and mpi.is_root():
             problem = lock_log_dir(self.path.parent)
@@ -79,6 +82,12 @@ class Logger:
         """Print ``text`` on the root rank."""
         if mpi.is_root() and not self.quiet:
             print(text, flush=True)
+
+    def print_once(self, text: str) -> None:
+        """Print ``text`` on the root rank, the first time this logger is given it only."""
+        if text not in self._said:
+            self._said.add(text)
+            self.print(text)
 
     def log(self, row: dict, line: str) -> None:
         """Append ``row`` to the CSV and print ``line``, on the root rank only."""
@@ -198,6 +207,27 @@ def rank_figures(ranks: list[dict]) -> dict:
         "perf/allreduce_s": cost,
         "perf/wait_fraction": sum(r["allreduce_s"] - cost for r in ranks) / (len(ranks) * wall),
         "perf/grad_s": max(r["grad_s"] for r in ranks),
+    }
+
+
+def progress_row(agent, games: list[tuple], ranks: list[dict], elapsed: float) -> dict:
+    """ParallelPG's logged row for one update, from the ``agent``'s counters (``episodes``,
+    ``update``, ``steps``, ``running_reward``, ``recent_returns``, ``config``), the games
+    finished in the update as (slot, return, length), every rank's figures (see
+    :func:`rank_figures`) and the seconds since ``train`` was called."""
+    nan, returns, cap = float("nan"), list(agent.recent_returns), agent.config["max_episode_steps"]
+    return {
+        "episodes": agent.episodes,
+        "update": agent.update,
+        "steps": agent.steps,
+        "charts/running_reward": nan if agent.running_reward is None else agent.running_reward,
+        "charts/mean_return_100": float(np.mean(returns)) if returns else nan,
+        "charts/games": len(games),
+        "charts/mean_return": float(np.mean([g[1] for g in games])) if games else nan,
+        "charts/mean_length": float(np.mean([g[2] for g in games])) if games else nan,
+        "charts/capped_games": sum(g[2] >= cap for g in games),
+        "time/elapsed_s": elapsed,
+        **rank_figures(ranks),
     }
 
 

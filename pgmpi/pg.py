@@ -31,7 +31,7 @@ import numpy as np
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
 from pgmpi.config import PG_RULES, first_problem, is_int, rules_problem
 from pgmpi.envs import PONG_DOWN, PONG_ID, PONG_UP, Game, pong_frame
-from pgmpi.logger import Logger, progress_line, rank_figures, run_header
+from pgmpi.logger import Logger, progress_line, progress_row, run_header
 from pgmpi.networks import TwoLayerPolicy, sparse
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -193,7 +193,7 @@ class ParallelPG:
         self.update, self.episodes, self.steps = 0, 0, 0
         self.running_reward: float | None = None
         self.recent_returns: deque[float] = deque(maxlen=100)
-        self._evaluations, self._act_prev, self._capped_said = 0, None, False
+        self._evaluations, self._act_prev = 0, None
         self.open_rallies = rollout.OpenRallies()
         self._header = (
             f"{self.net.params.size:,} params | {slots} slots ({slots_note}) of "
@@ -298,31 +298,13 @@ class ParallelPG:
         self.update += 1
         self.episodes += len(games)
         self.steps += sum(r["steps"] for _, r in ranks)
-        row = self._log_row(games, [r for _, r in ranks], time.perf_counter() - start)
-        if self.trace:  # every rank's times are here already: no extra collective
-            self._log.trace(self.update, [r for _, r in ranks])
-        if row["charts/capped_games"] and not self._capped_said:  # once; the CSV counts them
-            self._log.print(
-                f"note: games cut at max_episode_steps={self.config['max_episode_steps']}"
-            )
-            self._capped_said = True
-        return row, any(r["stop"] for _, r in ranks)
-
-    def _log_row(self, games: list, ranks: list[dict], elapsed: float) -> dict:
-        nan, returns = float("nan"), list(self.recent_returns)
-        return {
-            "episodes": self.episodes,
-            "update": self.update,
-            "steps": self.steps,
-            "charts/running_reward": nan if self.running_reward is None else self.running_reward,
-            "charts/mean_return_100": float(np.mean(returns)) if returns else nan,
-            "charts/games": len(games),
-            "charts/mean_return": float(np.mean([g[1] for g in games])) if games else nan,
-            "charts/mean_length": float(np.mean([g[2] for g in games])) if games else nan,
-            "charts/capped_games": sum(g[2] >= self.config["max_episode_steps"] for g in games),
-            "time/elapsed_s": elapsed,
-            **rank_figures(ranks),
-        }
+        figures = [r for _, r in ranks]
+        row = progress_row(self, games, figures, time.perf_counter() - start)
+        self._log.trace(self.update, figures)  # every rank's times are here already: no collective
+        if row["charts/capped_games"]:  # said once; the CSV counts them
+            cap = self.config["max_episode_steps"]
+            self._log.print_once(f"note: games cut at max_episode_steps={cap}")
+        return row, any(r["stop"] for r in figures)
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
