@@ -209,6 +209,29 @@ class Game:
         keep = step.nonzero()[0]
         return changed[keep], step[keep].astype(np.float32)
 
+    def outside_input(self, observation: np.ndarray, prev: np.ndarray | None) -> tuple:
+        """The network input for a raw observation from outside a game (``ParallelPG.act``),
+        sparse, and the ``prev`` to pass with the next observation. For Pong: the difference
+        from ``prev``, the last frame's :func:`pong_frame` (None on an episode's first frame).
+
+        Raises:
+            ValueError: if the observation's shape is not the env's ((210, 160, 3) for Pong)
+                or it holds NaN or inf.
+        """
+        x = np.asarray(observation, dtype=np.float32)
+        shape = (210, 160, 3) if self.is_pong else (self.n_inputs,)
+        if x.shape != shape or not np.all(np.isfinite(x)):
+            what = f"shape {x.shape}" if x.shape != shape else "NaN or inf"
+            raise ValueError(f"act() needs an observation of shape {shape}, finite; got {what}")
+        if not self.is_pong:
+            return sparse(x), None
+        cur = pong_frame(observation)
+        return sparse(cur - (cur if prev is None else prev)), cur
+
+    def env_action(self, a: int) -> int:
+        """The env's action number for the policy's action index ``a``."""
+        return (PONG_UP if a == 0 else PONG_DOWN) if self.is_pong else a
+
     def snapshot(self) -> dict[str, np.ndarray]:
         """Everything needed to continue this game elsewhere: for a live Pong game, the
         emulator state (ALE's own serialisation, no pickle), the last frame and input; for a

@@ -30,9 +30,9 @@ import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
 from pgmpi.config import PG_RULES, first_problem, is_int, rules_problem
-from pgmpi.envs import PONG_DOWN, PONG_ID, PONG_UP, Game, pong_frame
+from pgmpi.envs import PONG_ID, Game
 from pgmpi.logger import Logger, progress_line, progress_row, run_header
-from pgmpi.networks import TwoLayerPolicy, sparse
+from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
 
@@ -356,17 +356,9 @@ class ParallelPG:
             ValueError: if the observation's shape is not the env's ((210, 160, 3) for Pong)
                 or it holds NaN or inf. Not collective: only this rank raises.
         """
-        x = np.asarray(observation, dtype=np.float32)
-        shape = (210, 160, 3) if self.probe.is_pong else (self.probe.n_inputs,)
-        if x.shape != shape or not np.all(np.isfinite(x)):
-            what = f"shape {x.shape}" if x.shape != shape else "NaN or inf"
-            raise ValueError(f"act() needs an observation of shape {shape}, finite; got {what}")
-        if self.probe.is_pong:
-            cur = pong_frame(observation)
-            x = cur - (cur if new_episode or self._act_prev is None else self._act_prev)
-            self._act_prev = cur
-        a = int(np.argmax(self.net.forward([sparse(x)])[0][0]))
-        return (PONG_UP if a == 0 else PONG_DOWN) if self.probe.is_pong else a
+        prev = None if new_episode else self._act_prev
+        x, self._act_prev = self.probe.outside_input(observation, prev)
+        return self.probe.env_action(int(np.argmax(self.net.forward([x])[0][0])))
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, path: str | Path) -> Path:
