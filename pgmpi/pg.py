@@ -364,13 +364,11 @@ class ParallelPG:
     def save(self, path: str | Path) -> Path:
         """Write parameters, optimizer state, counters and every game in progress to
         ``path`` (atomically, by the root). Collective: every rank must call this."""
-        mine = {k: self.games[k].snapshot() | self.open_rallies.arrays(k) for k in self.mine}
+        mine = rollout.snapshots(self.games, self.open_rallies)
         snaps = mpi.gather_stats(mine)  # every game in progress, to the root
         arrays = {"params": self.net.params, **self.optimizer.state()}
         arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
-        if snaps is not None:  # the root: every game's state, in slot order
-            games = {k: s for part in snaps for k, s in part.items()}
-            arrays.update(checkpoint.pack_ragged([games[k] for k in range(len(games))], "game"))
+        arrays.update(rollout.pack_snapshots(snaps))  # on the root: every game, in slot order
         meta = {
             "algorithm": self.algorithm, "version": __version__, "config": self.config,
             "update": self.update, "episodes": self.episodes, "steps": self.steps,
@@ -389,23 +387,15 @@ class ParallelPG:
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)
-        problem = None
-        if arrays["params"].shape != agent.net.params.shape:
-            problem = (
-                f"checkpoint {str(path)!r} has {arrays['params'].size} parameters, "
-                f"the network {agent.net.params.size}"
-            )
-        mpi.agree({}, problem)
-        agent.net.params[:] = arrays["params"]
+        have, want = arrays["params"], agent.net.params
+        problem = f"checkpoint {str(path)!r} has {have.size} parameters, the network {want.size}"
+        mpi.agree({}, None if have.shape == want.shape else problem)
+        agent.net.params[:] = have
         agent.optimizer.set_state(arrays)
         agent.recent_returns.extend(arrays["recent_returns"].tolist())
         agent.update, agent.episodes, agent.steps = meta["update"], meta["episodes"], meta["steps"]
         agent.running_reward, agent._evaluations = meta["running_reward"], meta["evaluations"]
-        seed = agent.config["seed"]
-        for k in agent.mine:
-            snap = checkpoint.unpack_ragged(arrays, "game", k)
-            agent.games[k].restore(snap, rng.env_seed(rng.stream(seed, rng.EPISODE, 0, k)))
-            agent.open_rallies.restore(k, snap)
+        rollout.restore(agent.games, agent.open_rallies, arrays, agent.config["seed"])
         return agent
 
     @classmethod

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pgmpi import rng
+from pgmpi import checkpoint, rng
 from pgmpi.envs import Game
 from pgmpi.networks import TwoLayerPolicy
 
@@ -152,3 +152,26 @@ class OpenRallies:
             splits = np.cumsum(arrays["open_sizes"])[:-1]
             idx, vals = np.split(arrays["open_idx"], splits), np.split(arrays["open_vals"], splits)
             self.steps[k] = (list(zip(idx, vals, strict=True)), arrays["open_actions"].tolist())
+
+
+def snapshots(games: dict[int, Game], rallies: OpenRallies) -> dict[int, dict[str, np.ndarray]]:
+    """This rank's games in progress, each with its open rally, by slot, for a checkpoint."""
+    return {k: game.snapshot() | rallies.arrays(k) for k, game in games.items()}
+
+
+def pack_snapshots(parts: list[dict[int, dict]] | None) -> dict[str, np.ndarray]:
+    """Every rank's :func:`snapshots` (as gathered on the root; None elsewhere) as flat
+    arrays for ``checkpoint.save``, in slot order ({} off the root)."""
+    if parts is None:
+        return {}
+    games = {k: s for part in parts for k, s in part.items()}
+    return checkpoint.pack_ragged([games[k] for k in range(len(games))], "game")
+
+
+def restore(games: dict[int, Game], rallies: OpenRallies, arrays: dict, seed: int) -> None:
+    """Continue each of ``games`` (by slot, on any rank) from a checkpoint's ``arrays``,
+    written with :func:`pack_snapshots`; ``seed`` is the run's, for each env's first reset."""
+    for k, game in games.items():
+        snap = checkpoint.unpack_ragged(arrays, "game", k)
+        game.restore(snap, rng.env_seed(rng.stream(seed, rng.EPISODE, 0, k)))
+        rallies.restore(k, snap)
