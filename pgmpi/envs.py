@@ -49,6 +49,21 @@ def make_gym(env: str | Callable, **kwargs):
     return gym.make(env, **kwargs)
 
 
+def make_games(
+    env: str | Callable, slots: list[int], sticky: bool, max_steps: int
+) -> tuple[dict[int, Game], Game | None, str | None]:
+    """Game k for each of ``slots``; one game to read the env's sizes from (made even where
+    ``slots`` is empty, so that every rank checks the env); and why the env cannot be made,
+    or None (then the first two are ``{}`` and None)."""
+    try:
+        games = {k: Game(env, sticky, max_steps) for k in slots or [-1]}
+    except Exception as e:  # any failure to make the env is the user's input
+        return {}, None, f"cannot make env {env!r}: {type(e).__name__}: {e}"
+    probe = next(iter(games.values()))
+    games.pop(-1, None)
+    return games, probe, None
+
+
 def pong_frame(frame: np.ndarray) -> np.ndarray:
     """Karpathy's preprocessing of one (210, 160, 3) uint8 frame: int8 (6400,) of 0 and 1."""
     return _foreground(frame[35:195:2, ::2, 0]).ravel()

@@ -189,6 +189,20 @@ def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:
     )
 
 
+def pg_details(params: int, config: dict, learning_rate: float, slots_note: str, n: int) -> str:
+    """ParallelPG's part of the run header: parameters, slots and how they play, the
+    optimizer; then a warning line if some of the ``n`` ranks have no slot."""
+    c = config
+    details = (
+        f"{params:,} params | {c['slots']} slots ({slots_note}) of {c['steps_per_slot']} steps"
+        + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
+        + f" | {c['optimizer']} lr {learning_rate:g}, {c['batch_gradient']} over slots"
+    )
+    if c["slots"] < n:
+        details += f"\nwarning: {n - c['slots']} of {n} ranks idle: use slots >= {n}"
+    return details
+
+
 def rank_figures(ranks: list[dict]) -> dict:
     """The ``perf/`` columns of one update from every rank's ``steps``, ``play_s``,
     ``grad_s``, ``allreduce_s`` and ``total_s`` (seconds of the whole update).

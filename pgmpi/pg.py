@@ -30,8 +30,8 @@ import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
 from pgmpi.config import PG_RULES, first_problem, is_int, rules_problem
-from pgmpi.envs import PONG_ID, Game
-from pgmpi.logger import Logger, progress_line, progress_row, run_header
+from pgmpi.envs import PONG_ID, Game, make_games
+from pgmpi.logger import Logger, pg_details, progress_line, progress_row, run_header
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -150,16 +150,11 @@ class ParallelPG:
         slots_note = "set" if slots is not None else f"default for {n} ranks"
         slots = slots if slots is not None else n * math.ceil(REFERENCE_SLOTS / n)
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
-        self.games: dict[int, Game] = {}
-        if problem is None:
-            try:  # every rank makes one game at least, to check the env
-                self.games = {
-                    k: Game(env, sticky_actions, max_episode_steps) for k in self.mine or [-1]
-                }
-            except Exception as e:  # any failure to make the env is the user's input
-                problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
-        probe = next(iter(self.games.values()), None)
-        self.games.pop(-1, None)
+        self.games, probe = {}, None
+        if problem is None:  # every rank makes one game at least, to check the env
+            self.games, probe, problem = make_games(
+                env, self.mine, sticky_actions, max_episode_steps
+            )
         if whole_games is None and probe is not None:
             whole_games = not probe.is_pong
         if problem is None and not (whole_games or probe.is_pong):
@@ -184,25 +179,15 @@ class ParallelPG:
             bernoulli=probe.is_pong,
         )  # fmt: skip
         scale = math.sqrt(slots / REFERENCE_SLOTS) if batch_gradient == "mean" else 1.0
-        self.learning_rate = learning_rate * max(scale, 1.0)
-        self.optimizer = (
-            Adam(self.net.params.size, self.learning_rate)
-            if optimizer == "adam"
-            else RMSProp(self.net.params.size, self.learning_rate, decay_rate)
-        )
+        self.learning_rate = lr = learning_rate * max(scale, 1.0)
+        size = self.net.params.size
+        self.optimizer = Adam(size, lr) if optimizer == "adam" else RMSProp(size, lr, decay_rate)
         self.update, self.episodes, self.steps = 0, 0, 0
         self.running_reward: float | None = None
         self.recent_returns: deque[float] = deque(maxlen=100)
         self._evaluations, self._act_prev = 0, None
         self.open_rallies = rollout.OpenRallies()
-        self._header = (
-            f"{self.net.params.size:,} params | {slots} slots ({slots_note}) of "
-            f"{steps_per_slot} steps"
-            + (", then to the end of a game" if whole_games else ", open rallies carried over")
-            + f" | {optimizer} lr {self.learning_rate:g}, {batch_gradient} over slots"
-        )
-        if slots < n:
-            self._header += f"\nwarning: {n - slots} of {n} ranks idle: use slots >= {n}"
+        self._header = pg_details(size, self.config, lr, slots_note, n)
 
     def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
         """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
