@@ -77,6 +77,14 @@ PG_RULES = {
 }
 
 
+# ParallelPG.evaluate's arguments, likewise.
+EVALUATE_RULES = {
+    "episodes": (_int_at_least(1), "an int >= 1"),
+    "greedy": (lambda v: v in (True, False), "True or False"),
+    "sticky": (lambda v: v in (True, False), "True or False"),
+}
+
+
 def rules_problem(values: dict, rules: dict) -> str | None:
     """The message for the first of ``values`` that breaks its rule in ``rules``, or None."""
     return first_problem(

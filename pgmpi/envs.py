@@ -27,6 +27,9 @@ from pgmpi.networks import dense, sparse
 PONG_ID = "ALE/Pong-v5"
 PONG_UP, PONG_DOWN = 2, 3  # ALE action numbers for Pong's paddle (RIGHT = up, LEFT = down)
 STICKY = 0.25  # ALE v5's standard repeat_action_probability (Machado et al., 2018)
+# ALE v5's own limit, 108,000 frames at frameskip 4, so Pong is unchanged; for envs without
+# a time limit it stops a good policy playing one game (and filling memory) forever.
+MAX_EPISODE_STEPS = 27_000
 
 
 def make_gym(env: str | Callable, **kwargs):

@@ -29,17 +29,14 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import PG_RULES, first_problem, is_int, rules_problem
-from pgmpi.envs import PONG_ID, Game, make_games
+from pgmpi.config import EVALUATE_RULES, PG_RULES, rules_problem
+from pgmpi.envs import MAX_EPISODE_STEPS, PONG_ID, Game, make_games
 from pgmpi.logger import Logger, pg_details, progress_line, progress_row, run_header
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
 
 REFERENCE_SLOTS = 16  # learning_rate is for this many games; more scale it by sqrt(slots/16)
-# ALE v5's own limit, 108,000 frames at frameskip 4, so Pong is unchanged; for envs without
-# a time limit it stops a good policy playing one game (and filling memory) forever.
-MAX_EPISODE_STEPS = 27_000
 PRESETS = {
     # The defaults: Adam on the mean over slots of time-boxed pieces of play.
     "fast": dict(optimizer="adam", learning_rate=2e-3, slots=None, steps_per_slot=512,
@@ -317,18 +314,13 @@ class ParallelPG:
 
         Collective: every rank must call this.
         """
-        problem = first_problem([
-            (is_int(episodes) and episodes >= 1, "episodes", episodes, "an int >= 1"),
-            (greedy in (True, False), "greedy", greedy, "True or False"),
-            (sticky in (True, False), "sticky", sticky, "True or False"),
-        ])  # fmt: skip
-        mpi.agree(dict(episodes=episodes, greedy=greedy, sticky=sticky), problem)
+        given = dict(episodes=episodes, greedy=greedy, sticky=sticky)
+        mpi.agree(given, rules_problem(given, EVALUATE_RULES))
         self._evaluations += 1
         returns, mine = np.zeros(episodes), list(range(mpi.rank(), episodes, mpi.size()))
-        streams = [
-            rng.stream(self.config["seed"], rng.EVALUATE, self._evaluations, e) for e in mine
-        ]
-        new_game = partial(Game, self._make_env, sticky, self.config["max_episode_steps"])
+        seed, cap = self.config["seed"], self.config["max_episode_steps"]
+        streams = [rng.stream(seed, rng.EVALUATE, self._evaluations, e) for e in mine]
+        new_game = partial(Game, self._make_env, sticky, cap)
         returns[mine] = rollout.whole_games(self.net, new_game, streams, greedy)
         self.evaluation_returns = mpi.allreduce_sum_(returns)  # each return lives on one rank
         return float(self.evaluation_returns.mean())
