@@ -6,15 +6,12 @@ restart at every point (a Pong rally) and are standardised, then a gradient step
 ``karpathy`` preset is the post exactly: 10 whole games per update, their gradients summed,
 RMSProp with learning rate 1e-4. The defaults learn faster (see README, "Time to score").
 
-Work split: ``slots`` persistent games, set independently of the rank count. In every
-update each game plays exactly ``steps_per_slot`` agent steps, so every rank has the same
-work; its emulator carries over to the next update, and so do the steps of a rally still
-open, which join the next update's gradient (at the parameters of then) once the point is
-scored, so no return is ever cut. Game k is played by rank k % n, with randomness from the
-stream keyed on (seed, update, k), and a rank steps all its games together: one forward pass
-per step for all of them. One Allreduce sums the games' gradients exactly (fixed point), and
-every rank takes the same optimizer step, so parameters stay identical everywhere, bit for
-bit on any number of ranks, without ever being sent.
+Work split (README, "How it is parallel"): ``slots`` persistent games, game k played by
+rank k % n with randomness from the stream keyed on (seed, update, k), each exactly
+``steps_per_slot`` agent steps per update; a rally still open waits for its point in the
+next update, so no return is ever cut. One Allreduce sums the games' gradients exactly
+(fixed point) and every rank takes the same optimizer step, so parameters stay identical,
+bit for bit on any number of ranks, without ever being sent.
 """
 
 from __future__ import annotations
@@ -78,32 +75,25 @@ class ParallelPG:
             scaled by sqrt(slots / 16) for more (the square-root rule for large batches).
         decay_rate: RMSProp decay of the squared-gradient average, in [0, 1).
         gamma: discount factor, in (0, 1].
-        slots: games played at once, over all ranks; None means the smallest multiple of the
-            rank count that is >= 16 (printed in the header). Fix it to get the same result
-            on any rank count.
-        steps_per_slot: agent steps each game plays per update before finishing its rally.
-        whole_games: True: each game plays at least ``steps_per_slot`` steps per update, then
-            on to the end of a game. False (Pong only): exactly ``steps_per_slot``; the
-            steps of a rally still open carry over to the next update. None means False for
-            Pong, True for other envs (their games cannot be saved mid-game).
+        slots: games played at once, over all ranks; None: the smallest multiple of the rank
+            count >= 16. Fix it to get the same result on any rank count.
+        steps_per_slot: agent steps each game plays per update (then, with ``whole_games``,
+            on to the end of a game; else the steps of a rally still open carry over).
+        whole_games: True, False (Pong only), or None: False for Pong, True for other envs
+            (their games cannot be saved mid-game).
         batch_gradient: ``"mean"`` over slots, or ``"sum"`` (the post's).
-        sticky_actions: train Pong with ALE v5's sticky actions (repeat_action_probability
-            0.25) instead of the deterministic emulator (experimental: resuming such a run
-            is not yet bit-exact).
-        max_episode_steps: a game (episode) that reaches this many agent steps ends there,
-            truncated, in training and evaluation; such games are counted in the log
-            (``charts/capped_games``).
+        sticky_actions: train Pong with ALE v5's sticky actions (experimental: resuming such
+            a run is not yet bit-exact).
+        max_episode_steps: a game that reaches this many agent steps ends, truncated, in
+            training and evaluation (counted in ``charts/capped_games``).
         seed: root seed of every random stream in the run.
-        exact_reduction: sum gradients exactly in fixed point, so results do not depend on
-            the rank count; False uses a plain float32 Allreduce.
+        exact_reduction: sum gradients exactly in fixed point, the same on any rank count;
+            False: a plain float32 Allreduce.
         log_dir: folder for ``progress.csv``; None to print only.
-        blas_threads: BLAS threads per rank; None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK,
-            else the affinity mask, else cores per node / ranks per node
-            (:func:`pgmpi.threads.default_threads`).
+        blas_threads: BLAS threads per rank; None: :func:`pgmpi.threads.default_threads`.
         quiet: print nothing (the CSV is still written).
-        trace: also write ``log_dir/trace.csv``: per update and rank, the seconds spent
-            playing, computing gradients, waiting at the Allreduce and applying the update
-            (``python -m pgmpi.plot --timeline LOG_DIR`` draws it). Needs a ``log_dir``.
+        trace: also write each rank's seconds per phase of every update to
+            ``log_dir/trace.csv`` (see :mod:`pgmpi.logger`; needs a ``log_dir``).
 
     Raises:
         ConfigError (a ValueError): on every rank, naming the bad value, if an argument is
