@@ -140,15 +140,10 @@ class ParallelPG:
         self.games, probe = {}, None
         if problem is None:  # every rank makes one game at least, to check the env
             self.games, probe, problem = make_games(
-                env, self.mine, sticky_actions, max_episode_steps
+                env, self.mine, sticky_actions, max_episode_steps, whole_games
             )
         if whole_games is None and probe is not None:
-            whole_games = not probe.is_pong
-        if problem is None and not (whole_games or probe.is_pong):
-            problem = (
-                f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
-                "(ALE saves their state); pass whole_games=True"
-            )
+            whole_games = not probe.is_pong  # other envs' games cannot be saved mid-game
         self.config = dict(
             env=env if isinstance(env, str) else getattr(probe, "env_id", "custom"),
             hidden_size=hidden_size, optimizer=optimizer, learning_rate=learning_rate,
