@@ -26,7 +26,7 @@ import numpy as np
 from pgmpi import checkpoint, loop, mpi, rng, threads
 from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import make_gym
-from pgmpi.logger import Logger, run_header
+from pgmpi.logger import Logger, open_log
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
@@ -308,19 +308,8 @@ class PrunedGA:
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
-            self._log = Logger(
-                self.log_dir, resume=self.generation > 0, quiet=self.quiet, trace=self.trace
-            )
-            self._log.truncate(self.generation)
             layers = f"layers {self.net.sizes}, {self.net.n_weights} connections"
-            self._log.print(
-                run_header(
-                    self.algorithm,
-                    self.config["env"],
-                    self.blas,
-                    f"{layers} | generation {self.generation}",
-                )
-            )
+            self._log = open_log(self, self.generation, f"{layers} | generation {self.generation}")
         return self._log
 
     def evaluate(self, episodes: int = 10, mask: np.ndarray | None = None) -> float:

@@ -177,6 +177,20 @@ def lock_log_dir(folder: str | Path) -> str | None:
     return None
 
 
+def open_log(agent, done: int, details: str) -> Logger:
+    """An algorithm's logger, made at its first ``train``: a run resumed after ``done``
+    steps (updates, generations) has its logs cut back to them and appended to; the run's
+    header (:func:`run_header`, then ``details``) is printed. ``agent`` has ``log_dir``,
+    ``quiet``, ``trace``, ``algorithm``, ``config["env"]`` and ``blas``.
+
+    Collective: every rank must call this.
+    """
+    log = Logger(agent.log_dir, resume=done > 0, quiet=agent.quiet, trace=agent.trace)
+    log.truncate(done)
+    log.print(run_header(agent.algorithm, agent.config["env"], agent.blas, details))
+    return log
+
+
 def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:
     """The first line of a run: version, algorithm, env, ranks, MPI library, BLAS threads
     per rank and where that count came from (``blas`` is :func:`threads.cap_blas_threads`'s)."""
@@ -243,6 +257,16 @@ def progress_row(agent, games: list[tuple], ranks: list[dict], elapsed: float) -
         "time/elapsed_s": elapsed,
         **rank_figures(ranks),
     }
+
+
+def log_update(log: Logger, agent, games: list[tuple], ranks: list[dict], elapsed: float) -> dict:
+    """ParallelPG's row for one update (:func:`progress_row`), once every rank's times are
+    in ``trace.csv`` (when tracing) and games cut at ``max_episode_steps`` noted (once)."""
+    row = progress_row(agent, games, ranks, elapsed)
+    log.trace(agent.update, ranks)  # every rank's times are here already: no collective
+    if row["charts/capped_games"]:  # said once; the CSV counts them
+        log.print_once(f"note: games cut at max_episode_steps={agent.config['max_episode_steps']}")
+    return row
 
 
 def progress_line(row: dict) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
 from pgmpi.config import EVALUATE_RULES, PG_RULES, rules_problem
 from pgmpi.envs import MAX_EPISODE_STEPS, PONG_ID, Game, make_games
-from pgmpi.logger import Logger, pg_details, progress_line, progress_row, run_header
+from pgmpi.logger import Logger, log_update, open_log, pg_details, progress_line
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -258,29 +258,19 @@ class ParallelPG:
         ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
         # In slot order, and in order of play within a slot: the same on any rank count.
         games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
-        for _, ret, _ in games:
+        for _, ret, _ in games:  # the post's running reward, and the last 100 returns
             rr = self.running_reward
             self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
             self.recent_returns.append(ret)
-        self.update += 1
-        self.episodes += len(games)
-        self.steps += sum(r["steps"] for _, r in ranks)
         figures = [r for _, r in ranks]
-        row = progress_row(self, games, figures, time.perf_counter() - start)
-        self._log.trace(self.update, figures)  # every rank's times are here already: no collective
-        if row["charts/capped_games"]:  # said once; the CSV counts them
-            cap = self.config["max_episode_steps"]
-            self._log.print_once(f"note: games cut at max_episode_steps={cap}")
+        self.update, self.episodes = self.update + 1, self.episodes + len(games)
+        self.steps += sum(r["steps"] for r in figures)
+        row = log_update(self._log, self, games, figures, time.perf_counter() - start)
         return row, any(r["stop"] for r in figures)
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
-            self._log = Logger(
-                self.log_dir, resume=self.update > 0, quiet=self.quiet, trace=self.trace
-            )
-            self._log.truncate(self.update)
-            head = run_header(self.algorithm, self.config["env"], self.blas, self._header)
-            self._log.print(f"{head} | update {self.update}")
+            self._log = open_log(self, self.update, f"{self._header} | update {self.update}")
         return self._log
 
     # ------------------------------------------------------------------ using a policy
