@@ -77,6 +77,15 @@ PG_RULES = {
 }
 
 
+def pg_problem(arguments: dict) -> str | None:
+    """The first problem with ParallelPG's constructor arguments, given by name (other
+    names, such as ``self``, are ignored), or None."""
+    problem = rules_problem(arguments, PG_RULES)
+    if problem is None and arguments["trace"] and arguments["log_dir"] is None:
+        problem = "trace=True needs a log_dir to write to"
+    return problem
+
+
 # ParallelPG.evaluate's arguments, likewise.
 EVALUATE_RULES = {
     "episodes": (_int_at_least(1), "an int >= 1"),

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import EVALUATE_RULES, PG_RULES, rules_problem
+from pgmpi.config import EVALUATE_RULES, pg_problem, rules_problem
 from pgmpi.envs import MAX_EPISODE_STEPS, PONG_ID, Game, make_games
 from pgmpi.logger import Logger, log_update, open_log, pg_details, progress_line
 from pgmpi.networks import TwoLayerPolicy
@@ -127,13 +127,8 @@ class ParallelPG:
         trace: bool = False,
     ):
         n = mpi.size()
-        given = {k: v for k, v in locals().items() if k in PG_RULES}
-        problem = (
-            mpi.launcher_problem()  # first: nothing is made or written in a mismatched launch
-            or rules_problem(given, PG_RULES)
-            or (trace and log_dir is None and "trace=True needs a log_dir to write to")
-            or None
-        )
+        # The launch is checked first: nothing is made or written in a mismatched one.
+        problem = mpi.launcher_problem() or pg_problem(locals())
         slots_note = "set" if slots is not None else f"default for {n} ranks"
         slots = slots if slots is not None else n * math.ceil(REFERENCE_SLOTS / n)
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
@@ -164,10 +159,9 @@ class ParallelPG:
         self.learning_rate = lr = learning_rate * max(scale, 1.0)
         size = self.net.params.size
         self.optimizer = Adam(size, lr) if optimizer == "adam" else RMSProp(size, lr, decay_rate)
-        self.update, self.episodes, self.steps = 0, 0, 0
-        self.running_reward: float | None = None
+        self.update, self.episodes, self.steps, self._evaluations = 0, 0, 0, 0
+        self.running_reward, self._act_prev = None, None  # no game finished, no frame seen yet
         self.recent_returns: deque[float] = deque(maxlen=100)
-        self._evaluations, self._act_prev = 0, None
         self.open_rallies = rollout.OpenRallies()
         self._header = pg_details(size, self.config, lr, slots_note, n)
 
@@ -208,11 +202,10 @@ class ParallelPG:
             grad /= c["slots"]
         self.optimizer.step(self.net.params, grad.astype(np.float32))
         finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
-        times = dict(
-            play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2, total_s=time.perf_counter() - t0
-        )
-        times["start_s"] = t0 - start  # where the update sits on this rank's timeline
-        return finished, dict(times, steps=steps)
+        times = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)
+        # start_s: where the update sits on this rank's timeline
+        times.update(total_s=time.perf_counter() - t0, start_s=t0 - start, steps=steps)
+        return finished, times
 
     # ------------------------------------------------------------------ training loop
     def train(
