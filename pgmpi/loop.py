@@ -44,12 +44,15 @@ def train(
         target: whether the target return is reached, given the last row (None before the
             first step of this call).
         line: the progress line of a row (the fraction done and ETA are added here).
-        minutes, target_return, checkpoint_path, checkpoint_every, callback: as in the
-            algorithms' ``train``.
+        minutes: stop after the first step that ends this many minutes after the call.
+        target_return: the algorithm's ``train`` says what reaching it means.
+        checkpoint_path: save here every ``checkpoint_every`` steps and at the end.
+        callback: called on every rank after every step with the logged row.
 
-    A limit already reached trains nothing. Ctrl-C stops at the end of the step under way:
-    every rank agrees, the checkpoint is saved (with ``checkpoint_path``), then
-    KeyboardInterrupt is raised; a second Ctrl-C raises at once.
+    Without limits, trains until interrupted. A limit already reached trains nothing.
+    Ctrl-C stops every rank at the end of the step under way: every rank agrees, the
+    checkpoint is saved (with ``checkpoint_path``), then KeyboardInterrupt is raised; a
+    second Ctrl-C raises at once.
 
     Raises:
         ConfigError: on every rank, before any file changes, if a limit is not None or a

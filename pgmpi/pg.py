@@ -222,16 +222,12 @@ class ParallelPG:
         """Run updates until a limit is reached; returns self.
 
         Args:
-            updates: stop once this many updates have been made in total (resumes included).
-            episodes: stop once this many games have finished in total (counted from the
-                start of the run, resumes included).
-            minutes: stop after the first update that ends this many minutes after the call.
+            updates, episodes: stop once this many updates have been made, or games have
+                finished, in total (counted from the start of the run, resumes included).
             target_return: stop once the mean return of the last 100 games reaches this.
-            checkpoint_path: save here every ``checkpoint_every`` updates and at the end.
-            callback: called on every rank after every update with the logged row.
+            minutes, checkpoint_path, checkpoint_every, callback: see :func:`pgmpi.loop.train`
+                (a step is an update), as for no limit, errors and Ctrl-C.
 
-        Without limits, trains until interrupted; Ctrl-C saves and stops every rank at the
-        end of the update under way. Limits, errors and Ctrl-C: :func:`pgmpi.loop.train`.
         Collective: every rank must call this.
         """
         return loop.train(
