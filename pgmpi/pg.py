@@ -172,12 +172,10 @@ class ParallelPG:
         cut = self.open_rallies.keep(k, piece)  # steps after the last point wait for it
         if cut == 0:
             return None
-        rewards, ends = np.array(piece.rewards[:cut]), piece.ends[:cut]
-        adv = standardise(discounted_returns(rewards, self.config["gamma"], ends))
-        adv = adv.astype(np.float32)
+        rewards, ends, gamma = np.array(piece.rewards[:cut]), piece.ends[:cut], self.config["gamma"]
+        adv = standardise(discounted_returns(rewards, gamma, ends)).astype(np.float32)
         return self.net.gradient(piece.caches[:cut], np.array(piece.dlogits[:cut]) * adv[:, None])
 
-    # ------------------------------------------------------------------ one update
     def _one_update(self, start: float) -> tuple[list, dict]:
         c, t0 = self.config, time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
@@ -207,7 +205,6 @@ class ParallelPG:
         times.update(total_s=time.perf_counter() - t0, start_s=t0 - start, steps=steps)
         return finished, times
 
-    # ------------------------------------------------------------------ training loop
     def train(
         self,
         *,
@@ -251,27 +248,23 @@ class ParallelPG:
             rr = self.running_reward
             self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
             self.recent_returns.append(ret)
-        figures = [r for _, r in ranks]
         self.update, self.episodes = self.update + 1, self.episodes + len(games)
-        self.steps += sum(r["steps"] for r in figures)
-        row = log_update(self._log, self, games, figures, time.perf_counter() - start)
-        return row, any(r["stop"] for r in figures)
+        self.steps += sum(r["steps"] for _, r in ranks)
+        row = log_update(self._log, self, games, [r for _, r in ranks], time.perf_counter() - start)
+        return row, any(r["stop"] for _, r in ranks)
 
     def _logger(self) -> Logger:
         if not hasattr(self, "_log"):
             self._log = open_log(self, self.update, f"{self._header} | update {self.update}")
         return self._log
 
-    # ------------------------------------------------------------------ using a policy
     def evaluate(self, episodes: int = 10, greedy: bool = False, sticky: bool = False) -> float:
-        """Mean return over ``episodes`` whole games shared out over ranks (no learning).
+        """Mean return over ``episodes`` whole games shared out over ranks (no learning),
+        kept in game order in ``evaluation_returns``; no game goes past ``max_episode_steps``.
 
         Args:
             greedy: take the most likely action instead of sampling from the policy.
             sticky: Pong with ALE v5's sticky actions (repeat_action_probability 0.25).
-
-        The returns, in game order, are kept in ``evaluation_returns``. Games end at
-        ``max_episode_steps`` at the latest.
 
         Raises:
             ConfigError: on every rank, if ``episodes`` is not an int >= 1 or a flag not a bool.
@@ -301,12 +294,10 @@ class ParallelPG:
         x, self._act_prev = self.probe.outside_input(observation, prev)
         return self.probe.env_action(int(np.argmax(self.net.forward([x])[0][0])))
 
-    # ------------------------------------------------------------------ checkpoints
     def save(self, path: str | Path) -> Path:
         """Write parameters, optimizer state, counters and every game in progress to
         ``path`` (atomically, by the root). Collective: every rank must call this."""
-        mine = rollout.snapshots(self.games, self.open_rallies)
-        snaps = mpi.gather_stats(mine)  # every game in progress, to the root
+        snaps = mpi.gather_stats(rollout.snapshots(self.games, self.open_rallies))  # to the root
         arrays = {"params": self.net.params, **self.optimizer.state()}
         arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
         arrays.update(rollout.pack_snapshots(snaps))  # on the root: every game, in slot order
@@ -320,11 +311,11 @@ class ParallelPG:
     @classmethod
     def load(cls, path: str | Path, **overrides) -> ParallelPG:
         """A ParallelPG restored from ``path``, ready to ``train`` on from where it stopped,
-        on any number of ranks (each takes over the games it now plays).
+        on any number of ranks (each takes over the games it now plays). ``overrides`` may
+        replace ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``, ``quiet``
+        and ``trace`` (see :func:`pgmpi.checkpoint.load_settings`).
 
-        ``overrides`` replace constructor arguments that are not part of the checkpoint's
-        learning state: ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``,
-        ``quiet``, ``trace``. Collective: every rank must call this.
+        Collective: every rank must call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)
