@@ -259,11 +259,26 @@ def progress_row(agent, games: list[tuple], ranks: list[dict], elapsed: float) -
     }
 
 
-def log_update(log: Logger, agent, games: list[tuple], ranks: list[dict], elapsed: float) -> dict:
-    """ParallelPG's row for one update (:func:`progress_row`), once every rank's times are
-    in ``trace.csv`` (when tracing) and games cut at ``max_episode_steps`` noted (once)."""
-    row = progress_row(agent, games, ranks, elapsed)
-    log.trace(agent.update, ranks)  # every rank's times are here already: no collective
+def log_update(log: Logger, agent, ranks: list[tuple[list, dict]], start: float) -> dict:
+    """The post's "boring book-keeping" after a ParallelPG update; returns its logged row.
+
+    From every rank's (finished games as (slot, return, length), figures): the agent's
+    running reward and last 100 returns take each game in slot order, and in order of play
+    within a slot (the same on any rank count); its ``update``, ``episodes`` and ``steps``
+    counters move on; the trace rows are written (when tracing); games cut at
+    ``max_episode_steps`` are noted, once; the row (:func:`progress_row`) is built with the
+    seconds since ``start``, the ``time.perf_counter()`` of the call to ``train``.
+    """
+    games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
+    for _, ret, _ in games:
+        rr = agent.running_reward
+        agent.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
+        agent.recent_returns.append(ret)
+    figures = [r for _, r in ranks]
+    agent.update, agent.episodes = agent.update + 1, agent.episodes + len(games)
+    agent.steps += sum(r["steps"] for r in figures)
+    row = progress_row(agent, games, figures, time.perf_counter() - start)
+    log.trace(agent.update, figures)  # every rank's times are here already: no collective
     if row["charts/capped_games"]:  # said once; the CSV counts them
         log.print_once(f"note: games cut at max_episode_steps={agent.config['max_episode_steps']}")
     return row

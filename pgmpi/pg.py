@@ -242,15 +242,7 @@ class ParallelPG:
         finished, mine = self._one_update(start)
         mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
         ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
-        # In slot order, and in order of play within a slot: the same on any rank count.
-        games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
-        for _, ret, _ in games:  # the post's running reward, and the last 100 returns
-            rr = self.running_reward
-            self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
-            self.recent_returns.append(ret)
-        self.update, self.episodes = self.update + 1, self.episodes + len(games)
-        self.steps += sum(r["steps"] for _, r in ranks)
-        row = log_update(self._log, self, games, [r for _, r in ranks], time.perf_counter() - start)
+        row = log_update(self._log, self, ranks, start)  # counters, running reward, the row
         return row, any(r["stop"] for _, r in ranks)
 
     def _logger(self) -> Logger:
