@@ -1,4 +1,4 @@
-"""Argument checks shared by the algorithms' constructors.
+"""The algorithms' argument checks, and ParallelPG's presets.
 
 A constructor gathers the first problem it finds (without raising) and hands it to
 :func:`pgmpi.mpi.agree`, which raises the same :class:`~pgmpi.mpi.ConfigError` on every rank.
@@ -57,6 +57,17 @@ def check_limits(limits: dict, target_return, checkpoint_every, callback) -> str
 def _int_at_least(low: int):
     return lambda v: is_int(v) and v >= low
 
+
+# ParallelPG's named settings (``ParallelPG.from_preset``, ``examples/pong.py --preset``); the
+# constructor's defaults are "fast".
+PRESETS = {
+    # The defaults: Adam on the mean over slots of time-boxed pieces of play.
+    "fast": dict(optimizer="adam", learning_rate=2e-3, slots=None, steps_per_slot=512,
+                 whole_games=None, batch_gradient="mean"),
+    # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4.
+    "karpathy": dict(optimizer="rmsprop", learning_rate=1e-4, decay_rate=0.99, slots=10,
+                     steps_per_slot=1, whole_games=True, batch_gradient="sum"),
+}  # fmt: skip
 
 # ParallelPG's constructor arguments: (is the value fine?, what it must be).
 PG_RULES = {

@@ -2,16 +2,15 @@
 
 The learning rule is the one of Andrej Karpathy's post "Deep Reinforcement Learning: Pong
 from Pixels" (2016): a two-layer policy network, REINFORCE with discounted returns that
-restart at every point (a Pong rally) and are standardised, then a gradient step. The
-``karpathy`` preset is the post exactly: 10 whole games per update, their gradients summed,
-RMSProp with learning rate 1e-4. The defaults learn faster (see README, "Time to score").
+restart at every point (a Pong rally) and are standardised, then a gradient step. Of the
+``PRESETS`` (in :mod:`pgmpi.config`), ``karpathy`` is the post exactly: 10 whole games per
+update, their gradients summed, RMSProp 1e-4; the defaults, ``fast``, learn faster (README,
+"Time to score").
 
 Work split (README, "How it is parallel"): ``slots`` persistent games, game k played by
-rank k % n with randomness from the stream keyed on (seed, update, k), each exactly
-``steps_per_slot`` agent steps per update; a rally still open waits for its point in the
-next update, so no return is ever cut. One Allreduce sums the games' gradients exactly
-(fixed point) and every rank takes the same optimizer step, so parameters stay identical,
-bit for bit on any number of ranks, without ever being sent.
+rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed on (seed,
+update, k). One exact Allreduce sums their gradients and every rank takes the same
+optimizer step, so parameters stay identical, bit for bit on any rank count, never sent.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import EVALUATE_RULES, pg_problem, rules_problem
+from pgmpi.config import EVALUATE_RULES, PRESETS, pg_problem, rules_problem
 from pgmpi.envs import MAX_EPISODE_STEPS, PONG_ID, Game, make_games
 from pgmpi.logger import Logger, log_update, open_log, pg_details, progress_line
 from pgmpi.networks import TwoLayerPolicy
@@ -34,14 +33,6 @@ from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
 
 REFERENCE_SLOTS = 16  # learning_rate is for this many games; more scale it by sqrt(slots/16)
-PRESETS = {
-    # The defaults: Adam on the mean over slots of time-boxed pieces of play.
-    "fast": dict(optimizer="adam", learning_rate=2e-3, slots=None, steps_per_slot=512,
-                 whole_games=None, batch_gradient="mean"),
-    # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4.
-    "karpathy": dict(optimizer="rmsprop", learning_rate=1e-4, decay_rate=0.99, slots=10,
-                     steps_per_slot=1, whole_games=True, batch_gradient="sum"),
-}  # fmt: skip
 
 
 def discounted_returns(rewards: np.ndarray, gamma: float, ends: np.ndarray) -> np.ndarray:
