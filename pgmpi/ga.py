@@ -26,7 +26,6 @@ import numpy as np
 from pgmpi import checkpoint, loop, mpi, rng, threads
 from pgmpi.config import first_problem, is_int, is_real
 from pgmpi.envs import make_gym
-from pgmpi.logger import Logger, open_log
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
@@ -157,6 +156,7 @@ class PrunedGA:
             prune_rate=prune_rate, seed=seed,
         )  # fmt: skip
         self.steps, self._evaluations = 0, 0
+        self._header = f"layers {self.net.sizes}, {self.net.n_weights} connections"
         self.last_steps = np.zeros(population_size)  # each individual's steps, last generation
 
     @staticmethod
@@ -260,7 +260,7 @@ class PrunedGA:
         if self.trace:
             mine = dict(start_s=t0 - start, play_s=t1 - t0, grad_s=0.0, allreduce_s=t2 - t1)
             ranks = mpi.gather_stats(dict(mine, total_s=seconds))  # every rank's, to the root
-            self._logger().trace(self.generation, ranks or [])  # written by the root only
+            self._log.trace(self.generation, ranks or [])  # written by the root only
         return row, bool(buf[2 * P])  # float64 values are floats: fine for CSV and JSON
 
     def train(
@@ -305,12 +305,6 @@ class PrunedGA:
             f"{r['perf/steps_per_s']:6.0f}/s | {r['time/generation_s']:6.2f} s "
             f"(wait {r['perf/wait_s']:5.2f} s)"
         )
-
-    def _logger(self) -> Logger:
-        if not hasattr(self, "_log"):
-            layers = f"layers {self.net.sizes}, {self.net.n_weights} connections"
-            self._log = open_log(self, self.generation, f"{layers} | generation {self.generation}")
-        return self._log
 
     def evaluate(self, episodes: int = 10, mask: np.ndarray | None = None) -> float:
         """Mean return of ``mask`` (default: the best ever, or before any generation the first

@@ -177,18 +177,21 @@ def lock_log_dir(folder: str | Path) -> str | None:
     return None
 
 
-def open_log(agent, done: int, details: str) -> Logger:
-    """An algorithm's logger, made at its first ``train``: a run resumed after ``done``
-    steps (updates, generations) has its logs cut back to them and appended to; the run's
-    header (:func:`run_header`, then ``details``) is printed. ``agent`` has ``log_dir``,
-    ``quiet``, ``trace``, ``algorithm``, ``config["env"]`` and ``blas``.
+def open_log(agent, done: int, unit: str) -> Logger:
+    """``agent._log``, an algorithm's logger, made at its first ``train``: a run resumed after
+    ``done`` steps (``unit``: ``"update"``, ``"generation"``) has its logs cut back to them and
+    appended to, and the run's header is printed (:func:`run_header`, ``agent._header``, then
+    the step it starts at). ``agent`` has ``log_dir``, ``quiet``, ``trace``, ``algorithm``,
+    ``config["env"]``, ``blas`` and ``_header``.
 
     Collective: every rank must call this.
     """
-    log = Logger(agent.log_dir, resume=done > 0, quiet=agent.quiet, trace=agent.trace)
-    log.truncate(done)
-    log.print(run_header(agent.algorithm, agent.config["env"], agent.blas, details))
-    return log
+    if not hasattr(agent, "_log"):
+        agent._log = Logger(agent.log_dir, resume=done > 0, quiet=agent.quiet, trace=agent.trace)
+        agent._log.truncate(done)
+        details = f"{agent._header} | {unit} {done}"
+        agent._log.print(run_header(agent.algorithm, agent.config["env"], agent.blas, details))
+    return agent._log
 
 
 def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pgmpi import checkpoint, mpi
 from pgmpi.config import check_limits
-from pgmpi.logger import limits_note
+from pgmpi.logger import limits_note, open_log
 
 
 def train(
@@ -35,7 +35,7 @@ def train(
     """Run ``step`` until a limit is reached; returns ``agent``. Collective.
 
     Args:
-        agent: has ``algorithm``, ``config["env"]``, ``_logger()`` and ``save(path)``.
+        agent: has ``save(path)`` and what :func:`pgmpi.logger.open_log` reads.
         step: one update or generation, given the ``time.perf_counter()`` of the start of
             this call: (logged row, True if any rank has run past ``minutes``).
         counts: the counters that ``limits`` limit, by the same names, the first one
@@ -64,10 +64,10 @@ def train(
         checkpoint_path, agent.algorithm, agent.config["env"]
     )
     mpi.agree(dict(limits, minutes=minutes, target_return=target_return), problem)
-    log = agent._logger()
+    first, unit = counts(), next(iter(limits))
+    log = open_log(agent, first[unit], unit.removesuffix("s"))  # "update 12"
     if all(v is None for v in (*limits.values(), minutes, target_return)):
         log.print("no limit given: training until interrupted")
-    first, unit = counts(), next(iter(limits))
     reached = [
         f"the limit of {v} {k}" for k, v in limits.items() if v is not None and first[k] >= v
     ]

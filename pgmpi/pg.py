@@ -27,7 +27,7 @@ import numpy as np
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
 from pgmpi.config import EVALUATE_RULES, PRESETS, pg_problem, rules_problem
 from pgmpi.envs import MAX_EPISODE_STEPS, PONG_ID, Game, make_games
-from pgmpi.logger import Logger, log_update, open_log, pg_details, progress_line
+from pgmpi.logger import log_update, pg_details, progress_line
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -235,11 +235,6 @@ class ParallelPG:
         ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
         row = log_update(self._log, self, ranks, start)  # counters, running reward, the row
         return row, any(r["stop"] for _, r in ranks)
-
-    def _logger(self) -> Logger:
-        if not hasattr(self, "_log"):
-            self._log = open_log(self, self.update, f"{self._header} | update {self.update}")
-        return self._log
 
     def evaluate(self, episodes: int = 10, greedy: bool = False, sticky: bool = False) -> float:
         """Mean return over ``episodes`` whole games shared out over ranks (no learning),
