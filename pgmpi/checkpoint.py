@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import mpi
+from pgmpi.version import __version__
 
 FORMAT = 2  # bump when the layout of checkpoints changes (2: pgmpi 0.2, game slots)
 _META = "__meta__"
@@ -50,6 +51,26 @@ def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> 
     finally:
         os.close(dir_fd)
     return path
+
+
+def save_agent(path: str | os.PathLike, agent, arrays: dict[str, np.ndarray], **counters) -> Path:
+    """:func:`save` for an algorithm object: the metadata are its ``algorithm`` and
+    ``config``, this pgmpi's version and ``counters`` (``update=12, steps=...``)."""
+    meta = dict(algorithm=agent.algorithm, version=__version__, config=agent.config, **counters)
+    return save(path, arrays, meta)
+
+
+def restore_params(path: str | os.PathLike, saved: np.ndarray, params: np.ndarray) -> None:
+    """Copy a checkpoint's ``saved`` parameters into ``params``.
+
+    Raises:
+        ConfigError: on every rank, naming both sizes, if their shapes differ.
+
+    Collective: every rank must call this.
+    """
+    problem = f"checkpoint {str(path)!r} has {saved.size} parameters, the network {params.size}"
+    mpi.agree({}, None if saved.shape == params.shape else problem)
+    params[:] = saved
 
 
 def writable_problem(

@@ -336,9 +336,9 @@ class PrunedGA:
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask, rate and history to ``path`` (root only, atomic)."""
-        meta = dict(algorithm=self.algorithm, version=__version__, config=self.config)
-        meta.update(generation=self.generation, steps=self.steps, evaluations=self._evaluations)
-        return checkpoint.save(path, dict(self.optimizer.state(), last_steps=self.last_steps), meta)
+        arrays = dict(self.optimizer.state(), last_steps=self.last_steps)
+        counters = dict(generation=self.generation, steps=self.steps, evaluations=self._evaluations)
+        return checkpoint.save_agent(path, self, arrays, **counters)
 
     @classmethod
     def load(cls, path: str | Path, **overrides) -> PrunedGA:

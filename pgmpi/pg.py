@@ -279,12 +279,10 @@ class ParallelPG:
         arrays = {"params": self.net.params, **self.optimizer.state()}
         arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
         arrays.update(rollout.pack_snapshots(snaps))  # on the root: every game, in slot order
-        meta = {
-            "algorithm": self.algorithm, "version": __version__, "config": self.config,
-            "update": self.update, "episodes": self.episodes, "steps": self.steps,
-            "running_reward": self.running_reward, "evaluations": self._evaluations,
-        }  # fmt: skip
-        return checkpoint.save(path, arrays, meta)
+        return checkpoint.save_agent(
+            path, self, arrays, update=self.update, episodes=self.episodes, steps=self.steps,
+            running_reward=self.running_reward, evaluations=self._evaluations,
+        )  # fmt: skip
 
     @classmethod
     def load(cls, path: str | Path, **overrides) -> ParallelPG:
@@ -297,10 +295,7 @@ class ParallelPG:
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)
-        have, want = arrays["params"], agent.net.params
-        problem = f"checkpoint {str(path)!r} has {have.size} parameters, the network {want.size}"
-        mpi.agree({}, None if have.shape == want.shape else problem)
-        agent.net.params[:] = have
+        checkpoint.restore_params(path, arrays["params"], agent.net.params)
         agent.optimizer.set_state(arrays)
         agent.recent_returns.extend(arrays["recent_returns"].tolist())
         agent.update, agent.episodes, agent.steps = meta["update"], meta["episodes"], meta["steps"]
