@@ -54,23 +54,31 @@ def make_gym(env: str | Callable, **kwargs):
 
 def make_games(
     env: str | Callable, slots: list[int], sticky: bool, max_steps: int, whole_games: bool | None
-) -> tuple[dict[int, Game], Game | None, str | None]:
-    """Game k for each of ``slots``; one game to read the env's sizes from (made even where
-    ``slots`` is empty, so that every rank checks the env); and why the env cannot be made,
-    or cannot be played with ``whole_games`` False, or None."""
+) -> tuple[dict[int, Game], Game | None, bool | None, str | None]:
+    """ParallelPG's games, and what they say about its settings.
+
+    Returns:
+        Game k for each of ``slots``; one game to read the env's sizes from (made even
+        where ``slots`` is empty, so that every rank checks the env); ``whole_games``, with
+        None made False for Pong and True for other envs (their games cannot be saved
+        mid-game); and why the env cannot be made or play ``whole_games=False``, or None.
+        If the env cannot be made: ``{}``, None, ``whole_games`` as given, the problem.
+    """
     try:
         games = {k: Game(env, sticky, max_steps) for k in slots or [-1]}
     except Exception as e:  # any failure to make the env is the user's input
-        return {}, None, f"cannot make env {env!r}: {type(e).__name__}: {e}"
+        return {}, None, whole_games, f"cannot make env {env!r}: {type(e).__name__}: {e}"
     probe = next(iter(games.values()))
     games.pop(-1, None)
     problem = None
-    if whole_games is not None and not whole_games and not probe.is_pong:
+    if whole_games is None:
+        whole_games = not probe.is_pong
+    elif not whole_games and not probe.is_pong:
         problem = (
             f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
             "(ALE saves their state); pass whole_games=True"
         )
-    return games, probe, problem
+    return games, probe, whole_games, problem
 
 
 def pong_frame(frame: np.ndarray) -> np.ndarray:

@@ -4,8 +4,7 @@ The learning rule is the one of Andrej Karpathy's post "Deep Reinforcement Learn
 from Pixels" (2016): a two-layer policy network, REINFORCE with discounted returns that
 restart at every point (a Pong rally) and are standardised, then a gradient step. Of the
 ``PRESETS`` (in :mod:`pgmpi.config`), ``karpathy`` is the post exactly: 10 whole games per
-update, their gradients summed, RMSProp 1e-4; the defaults, ``fast``, learn faster (README,
-"Time to score").
+update, their gradients summed, RMSProp 1e-4; ``fast``, the defaults, learns faster.
 
 Work split (README, "How it is parallel"): ``slots`` persistent games, game k played by
 rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed on (seed,
@@ -57,9 +56,8 @@ class ParallelPG:
     """Policy gradient over MPI ranks; every rank must construct it with the same arguments.
 
     Args:
-        env: a gymnasium env id, or a zero-argument function returning an env. Pong
-            (``"ALE/Pong-v5"``) is played from pixels; other envs need a discrete action space
-            and a 1-D box observation.
+        env: a gymnasium env id or a zero-argument env factory; Pong (``"ALE/Pong-v5"``) is
+            played from pixels, other envs need a discrete action space and 1-D box inputs.
         hidden_size: hidden units of the two-layer network (200 in the post).
         optimizer: ``"adam"`` or ``"rmsprop"`` (the post's), both ascending.
         learning_rate: step size; with ``batch_gradient="mean"`` it is for 16 slots and is
@@ -125,11 +123,9 @@ class ParallelPG:
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
         self.games, probe = {}, None
         if problem is None:  # every rank makes one game at least, to check the env
-            self.games, probe, problem = make_games(
+            self.games, probe, whole_games, problem = make_games(
                 env, self.mine, sticky_actions, max_episode_steps, whole_games
             )
-        if whole_games is None and probe is not None:
-            whole_games = not probe.is_pong  # other envs' games cannot be saved mid-game
         self.config = dict(
             env=env if isinstance(env, str) else getattr(probe, "env_id", "custom"),
             hidden_size=hidden_size, optimizer=optimizer, learning_rate=learning_rate,
@@ -142,18 +138,15 @@ class ParallelPG:
         self.probe, self.log_dir, self.quiet, self.trace = probe, log_dir, quiet, trace
         self._make_env = env  # the id or factory itself: evaluation plays the same env
         self.blas = threads.cap_blas_threads(blas_threads)
-        self.net = TwoLayerPolicy(
-            probe.n_inputs, hidden_size, probe.n_actions, rng.stream(seed, rng.INIT),
-            bernoulli=probe.is_pong,
-        )  # fmt: skip
+        init, bernoulli = rng.stream(seed, rng.INIT), probe.is_pong  # Pong: one up/down logit
+        self.net = TwoLayerPolicy(probe.n_inputs, hidden_size, probe.n_actions, init, bernoulli)
         scale = math.sqrt(slots / REFERENCE_SLOTS) if batch_gradient == "mean" else 1.0
         self.learning_rate = lr = learning_rate * max(scale, 1.0)
         size = self.net.params.size
         self.optimizer = Adam(size, lr) if optimizer == "adam" else RMSProp(size, lr, decay_rate)
         self.update, self.episodes, self.steps, self._evaluations = 0, 0, 0, 0
         self.running_reward, self._act_prev = None, None  # no game finished, no frame seen yet
-        self.recent_returns: deque[float] = deque(maxlen=100)
-        self.open_rallies = rollout.OpenRallies()
+        self.recent_returns, self.open_rallies = deque(maxlen=100), rollout.OpenRallies()
         self._header = pg_details(size, self.config, lr, slots_note, n)
 
     def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
@@ -233,8 +226,8 @@ class ParallelPG:
         finished, mine = self._one_update(start)
         mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
         ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
-        row = log_update(self._log, self, ranks, start)  # counters, running reward, the row
-        return row, any(r["stop"] for _, r in ranks)
+        # The post's book-keeping (running reward, counters) and the row to log; the stop vote.
+        return log_update(self._log, self, ranks, start), any(r["stop"] for _, r in ranks)
 
     def evaluate(self, episodes: int = 10, greedy: bool = False, sticky: bool = False) -> float:
         """Mean return over ``episodes`` whole games shared out over ranks (no learning),
