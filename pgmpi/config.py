@@ -69,6 +69,14 @@ PRESETS = {
                      steps_per_slot=1, whole_games=True, batch_gradient="sum"),
 }  # fmt: skip
 
+# The constructor arguments that define a ParallelPG run, with its env: its ``config``, kept in
+# checkpoints and agreed by every rank (the others: log_dir, blas_threads, quiet, trace).
+PG_SETTINGS = (
+    "hidden_size", "optimizer", "learning_rate", "decay_rate", "gamma", "slots",
+    "steps_per_slot", "whole_games", "batch_gradient", "sticky_actions", "max_episode_steps",
+    "seed", "exact_reduction",
+)  # fmt: skip
+
 # ParallelPG's constructor arguments: (is the value fine?, what it must be).
 PG_RULES = {
     "hidden_size": (_int_at_least(1), "an int >= 1"),

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import EVALUATE_RULES, PRESETS, pg_problem, rules_problem
+from pgmpi.config import EVALUATE_RULES, PG_SETTINGS, PRESETS, pg_problem, rules_problem
 from pgmpi.envs import MAX_EPISODE_STEPS, PONG_ID, Game, make_games
 from pgmpi.logger import log_update, pg_details, progress_line
 from pgmpi.networks import TwoLayerPolicy
@@ -68,21 +68,17 @@ class ParallelPG:
             count >= 16. Fix it to get the same result on any rank count.
         steps_per_slot: agent steps each game plays per update (then, with ``whole_games``,
             on to the end of a game; else the steps of a rally still open carry over).
-        whole_games: True, False (Pong only), or None: False for Pong, True for other envs
-            (their games cannot be saved mid-game).
+        whole_games: True, False (Pong only), or None: False for Pong, True for other envs.
         batch_gradient: ``"mean"`` over slots, or ``"sum"`` (the post's).
-        sticky_actions: train Pong with ALE v5's sticky actions (experimental: resuming such
-            a run is not yet bit-exact).
+        sticky_actions: Pong with ALE v5's sticky actions (experimental: resumes are not exact).
         max_episode_steps: a game that reaches this many agent steps ends, truncated, in
             training and evaluation (counted in ``charts/capped_games``).
         seed: root seed of every random stream in the run.
-        exact_reduction: sum gradients exactly in fixed point, the same on any rank count;
-            False: a plain float32 Allreduce.
+        exact_reduction: exact fixed-point gradient sums, alike on any rank count; False: float32.
         log_dir: folder for ``progress.csv``; None to print only.
         blas_threads: BLAS threads per rank; None: :func:`pgmpi.threads.default_threads`.
         quiet: print nothing (the CSV is still written).
-        trace: also write each rank's seconds per phase of every update to
-            ``log_dir/trace.csv`` (see :mod:`pgmpi.logger`; needs a ``log_dir``).
+        trace: write each rank's seconds per update phase to ``log_dir/trace.csv`` (needs log_dir).
 
     Raises:
         ConfigError (a ValueError): on every rank, naming the bad value, if an argument is
@@ -126,14 +122,9 @@ class ParallelPG:
             self.games, probe, whole_games, problem = make_games(
                 env, self.mine, sticky_actions, max_episode_steps, whole_games
             )
-        self.config = dict(
-            env=env if isinstance(env, str) else getattr(probe, "env_id", "custom"),
-            hidden_size=hidden_size, optimizer=optimizer, learning_rate=learning_rate,
-            decay_rate=decay_rate, gamma=gamma, slots=slots, steps_per_slot=steps_per_slot,
-            whole_games=whole_games, batch_gradient=batch_gradient,
-            sticky_actions=sticky_actions, max_episode_steps=max_episode_steps, seed=seed,
-            exact_reduction=exact_reduction,
-        )  # fmt: skip
+        arguments = locals()  # as given, but slots and whole_games as resolved above
+        named = env if isinstance(env, str) else getattr(probe, "env_id", "custom")
+        self.config = {"env": named} | {k: arguments[k] for k in PG_SETTINGS}
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
         self.probe, self.log_dir, self.quiet, self.trace = probe, log_dir, quiet, trace
         self._make_env = env  # the id or factory itself: evaluation plays the same env
