@@ -3,7 +3,9 @@
 The logger owns the "am I the root?" check, so algorithm code logs on every rank and only the
 root prints or writes (as in Spinning Up's ``logx``). Keys are namespaced like CleanRL's
 (``charts/running_reward``, ``perf/steps_per_s``); the CSV in ``log_dir/progress.csv`` has
-one column per key and is what ``pgmpi.plot`` reads.
+one column per key and is what ``pgmpi.plot`` reads. ParallelPG's per-update book-keeping
+(running reward, counters, the row: :func:`log_update`) and both algorithms' run header
+(:func:`open_log`, called by ``pgmpi.loop.train``) are here too.
 
 A run holds a lock on its log dir (``fcntl.flock`` on ``LOG_DIR/.lock``, which the OS drops
 when the process ends, however it ends), so a second run there is refused, naming the first,

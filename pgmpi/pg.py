@@ -197,8 +197,8 @@ class ParallelPG:
             updates, episodes: stop once this many updates have been made, or games have
                 finished, in total (counted from the start of the run, resumes included).
             target_return: stop once the mean return of the last 100 games reaches this.
-            minutes, checkpoint_path, checkpoint_every, callback: see :func:`pgmpi.loop.train`
-                (a step is an update), as for no limit, errors and Ctrl-C.
+            minutes, checkpoint_path, checkpoint_every, callback: as in :func:`pgmpi.loop.train`
+                (a step is an update), which also says what no limit, errors and Ctrl-C do.
 
         Collective: every rank must call this.
         """

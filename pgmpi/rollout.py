@@ -4,6 +4,8 @@ A rank holds a few persistent games (``envs.Game``). :func:`play` advances them 
 the policy's forward pass runs once per step for all of them and Python's per-call overhead
 is paid once per batch, not once per game. Each game draws its actions from its own stream,
 so what it plays does not depend on which other games share the batch, or the rank.
+Checkpoints take the games in progress and their open rallies from :func:`snapshots` and
+give them back with :func:`restore`, on any rank.
 """
 
 from __future__ import annotations
