@@ -70,7 +70,7 @@ class ParallelPG:
             on to the end of a game; else the steps of a rally still open carry over).
         whole_games: True, False (Pong only), or None: False for Pong, True for other envs.
         batch_gradient: ``"mean"`` over slots, or ``"sum"`` (the post's).
-        sticky_actions: Pong with ALE v5's sticky actions (experimental: resumes are not exact).
+        sticky_actions: train Pong with ALE v5's sticky actions (repeat probability 0.25).
         max_episode_steps: a game that reaches this many agent steps ends, truncated, in
             training and evaluation (counted in ``charts/capped_games``).
         seed: root seed of every random stream in the run.
