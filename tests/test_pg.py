@@ -139,7 +139,7 @@ def test_direct_ale_step_is_gymnasiums_step():
     Game._FOREGROUND[:] = -1  # learn the palette's colours afresh
     game, env = Game("ALE/Pong-v5"), make_gym("ALE/Pong-v5")
     game.new_game(seed=0)
-    prev = pong_frame(env.reset(seed=0)[0])
+    prev, games = pong_frame(env.reset(seed=0)[0]), 0
     for t in range(2500):
         a = (t // 7) % 2
         reward, _, over = game.step(a)
@@ -152,6 +152,8 @@ def test_direct_ale_step_is_gymnasiums_step():
         if over:
             game.new_game(seed=0)
             prev = pong_frame(env.reset()[0])
+            games += 1
+    assert games >= 2  # and so new games started by Game's restore of the start state
 
 
 class _RecordingALE:
