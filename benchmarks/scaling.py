@@ -16,8 +16,10 @@ then once more at 1 rank:
 * the cost of every slot's piece of play, recorded: each of the 16 games plays its 512
   steps alone (as on a rank that holds one game, at 16 ranks and more) and its gradient is
   taken, for ``--slot-updates`` updates (128 pieces by default). Each piece is played
-  ``--replays`` times from the same emulator state, stream and network, and the fastest
-  kept: the cost of the work itself, without the host's passing slowdowns;
+  ``--replays`` times (6) from the same emulator state, stream and network, in passes over
+  all pieces, and the fastest kept: the cost of the work, without the host's slow spells.
+  What spread is left is mostly timing noise: the covariance of two independent halves of
+  the plays gives the work's own spread, printed beside it;
 * the seconds per game-step when a rank holds 1, 2, 4, 8 or 16 games (one forward pass per
   step for all of them);
 * the lengths of whole games (for the old split: each update's 10 whole games, game e on
@@ -27,11 +29,13 @@ then once more at 1 rank:
 Then projects, for n = 1 ... 1,536 ranks, the fraction of rank time spent waiting for
 other ranks and the speed-up in agent steps per second over 1 rank, for the old split and
 the new one (slots = the smallest multiple of n >= 16). A rank's work in the new split is
-the sum of its games' piece costs, drawn from the recorded ones (a smoothed bootstrap); an
-update lasts as long as the slowest rank's work, then the Allreduce and the per-update
-costs follow. A second projection of the new split also multiplies each
-rank's work by the rank-to-rank spread measured at 2 ranks here, which on this shared
-virtual machine comes mostly from the host (other tenants), not from the work.
+the sum of its games' piece costs, drawn from the recorded ones (a smoothed bootstrap),
+their spread about the mean narrowed to the work's own (its upper bound); an update lasts
+as long as the slowest rank's work, then the Allreduce and the per-update costs follow.
+Two more projections of the new split are printed and kept: with the pieces as timed
+(what timing noise the fastest of the plays still holds), and with each rank's work also
+multiplied by the rank-to-rank spread measured at 2 ranks here, which on this shared
+virtual machine comes mostly from the host (other tenants), not from the work (drawn too).
 
 The Allreduce is a ring: 2 (n-1) steps of latency plus 2 (n-1)/n of the buffer over the
 link's bandwidth, for the shared memory measured here and for 10 and 100 Gb/s networks
@@ -91,8 +95,8 @@ def worker(args) -> None:
                 waiting = agent.open_rallies.steps.get(k)
                 recorded.append((u, k, agent.games[k].snapshot(), waiting))
                 agent._gradient(k, piece_of(agent, u, k))  # play on: the next piece's state
-        costs = np.full(len(recorded), np.inf)
-        for _ in range(args.replays):
+        costs = np.full((args.replays, len(recorded)), np.inf)
+        for r in range(args.replays):
             for i, (u, k, snap, waiting) in enumerate(recorded):
                 agent.games[k].restore(snap, seed=0)  # the game is seeded already: not used
                 agent.open_rallies.steps.pop(k, None)
@@ -100,8 +104,9 @@ def worker(args) -> None:
                     agent.open_rallies.steps[k] = waiting
                 t = time.perf_counter()
                 agent._gradient(k, piece_of(agent, u, k))
-                costs[i] = min(costs[i], time.perf_counter() - t)
-        costs = costs.tolist()
+                costs[r, i] = time.perf_counter() - t
+        out["slot_s_replays"] = costs.tolist()
+        costs = costs.min(axis=0).tolist()
         out["slot_s"] = costs
         out["step_s"] = {}
         for k in (1, 2, 4, 8, 16):
@@ -109,7 +114,7 @@ def worker(args) -> None:
             streams = [rng.stream(0, 99, k, i) for i in range(k)]
             rollout.play(agent.net, games, streams, 50, False)  # past the first frames
             best, steps = float("inf"), 4800 // k  # 4,800 game-steps, whatever k
-            for _ in range(args.replays):  # on from where the last play stopped; the fastest
+            for _ in range(max(2, args.replays // 2)):  # on from the last play; the fastest
                 t = time.perf_counter()
                 rollout.play(agent.net, games, streams, steps, False)
                 best = min(best, time.perf_counter() - t)
@@ -128,6 +133,17 @@ def piece_of(agent, u: int, k: int):
 
     stream = rng.stream(agent.config["seed"], rng.EPISODE, agent.update + u, k)
     return rollout.play(agent.net, [agent.games[k]], [stream], 512, False)[0]
+
+
+def work_spread(replays: np.ndarray) -> tuple[float, float]:
+    """How much the pieces' work itself differs, as std / mean: (estimate, 95% upper bound),
+    from plays (replays, pieces). Timing noise is independent between plays, so over the
+    pieces the covariance of the fastest even play and the fastest odd play is the variance
+    of the work alone; the bound adds two standard errors of that covariance."""
+    a, b = replays[0::2].min(axis=0), replays[1::2].min(axis=0)
+    cov, scale = np.cov(a, b)[0, 1], np.mean(replays.min(axis=0))
+    bound = cov + 2 * a.std() * b.std() * np.sqrt((1 + np.corrcoef(a, b)[0, 1] ** 2) / len(a))
+    return float(np.sqrt(max(cov, 0.0)) / scale), float(np.sqrt(max(bound, 0.0)) / scale)
 
 
 def mean(rows: list[dict], key: str) -> float:
@@ -166,7 +182,12 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
     """Waiting fraction and speed-up of both splits at every n in RANKS, for each link."""
     rng = np.random.default_rng(0)
     step_s, noise = m["step_s"], m["step_noise"]  # seconds per game-step; per-rank spread
-    slot_s = np.array(m["slot_s"])  # seconds of one slot's piece (play and gradient)
+    # Seconds of one slot's piece (play and gradient), as recorded, and with what is left of
+    # the timing noise taken out: spread about their mean only as much as the work's own
+    # spread (its 95% upper bound).
+    timed = np.array(m["slot_s"])
+    keep = min(1.0, m["slot_s_work_spread"][1] / max(m["slot_s_spread"], 1e-12))
+    slot_s = timed.mean() + (timed - timed.mean()) * keep
     lengths = np.array(m["game_lengths"], dtype=float)
     size = m["params"] * 8  # the int64 fixed-point buffer
     fixed_s = m["optimizer_s"]
@@ -184,7 +205,10 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
             batched = step_s[str(min(16, 2 ** int(np.log2(k))))] / step_s["1"]
             work = draw_slots(slot_s, (400, n, k), rng).sum(axis=2) * batched
             host = work * rng.normal(1.0, noise, size=(400, n)).clip(0.5)
-            new, new_host = (rank_figures(w, slots, comm + fixed_s) for w in (work, host))
+            as_timed = draw_slots(timed, (400, n, k), rng).sum(axis=2) * batched
+            new, new_host, new_timed = (
+                rank_figures(w, slots, comm + fixed_s) for w in (work, host, as_timed)
+            )
             # Old: 10 whole games per update, game e on rank e % n, at one game per rank.
             per_rank = [len(range(r, 10, n)) for r in range(min(n, 10))]
             game_s = step_s["1"] * lengths.mean()
@@ -198,6 +222,7 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
                 "new_wait_fraction": 1 - new[0] / new[1],
                 "new_speedup": new[2] / base_rate["new"],
                 "new_host_wait_fraction": 1 - new_host[0] / new_host[1],
+                "new_timed_wait_fraction": 1 - new_timed[0] / new_timed[1],
                 "new_host_speedup": new_host[2] / base_rate["new"],
                 "old_wait_fraction": max(0.0, 1 - old_busy / old_longest),
                 "old_speedup": old_rate / base_rate["old"],
@@ -252,13 +277,15 @@ def main() -> None:
     p.add_argument(
         "--replays",
         type=int,
-        default=3,
-        help="plays of each recorded slot piece; the fastest is kept (3)",
+        default=6,
+        help="plays of each recorded slot piece; the fastest is kept (6)",
     )
     p.add_argument("--costs", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--checkpoint", help="a trained ParallelPG checkpoint to measure with")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.replays < 2:
+        p.error("--replays must be 2 or more (the work's own spread needs two halves)")
     if args.worker:
         return worker(args)
 
@@ -306,6 +333,8 @@ def main() -> None:
         "step_s": cost["step_s"],
         "slot_s": cost["slot_s"],
         "slot_s_spread": float(np.std(cost["slot_s"]) / np.mean(cost["slot_s"])),
+        "slot_s_replays": cost["slot_s_replays"],
+        "slot_s_work_spread": work_spread(np.array(cost["slot_s_replays"])),
         "step_noise": float(np.mean((hi - lo) / (hi + lo) * 2) * np.sqrt(np.pi) / 2),
         "grad_s": float(grad.mean()) / 16,
         # What an update costs beyond play, gradients and the Allreduce: the Adam step,
@@ -332,7 +361,10 @@ def main() -> None:
     print(f"game lengths for the old split: {sorted(model['game_lengths'])}")
     print(
         f"a slot's piece alone: {1e3 * np.mean(model['slot_s']):.1f} ms on average, spread "
-        f"{100 * model['slot_s_spread']:.1f}% (std / mean, {len(model['slot_s'])} pieces); "
+        f"{100 * model['slot_s_spread']:.2f}% (std / mean, {len(model['slot_s'])} pieces, the "
+        f"fastest of {args.replays} plays each; of which the work's own, by split-half "
+        f"covariance: {100 * model['slot_s_work_spread'][0]:.2f}%, at most "
+        f"{100 * model['slot_s_work_spread'][1]:.2f}%); "
         f"rank-to-rank spread at 2 ranks {100 * model['step_noise']:.1f}%; per-update "
         f"costs outside play {1e3 * model['optimizer_s']:.1f} ms"
     )
@@ -340,9 +372,11 @@ def main() -> None:
         for r in prow:
             if r["ranks"] in (2, 128, 1536):
                 wait, host = 100 * r["new_wait_fraction"], 100 * r["new_host_wait_fraction"]
+                timed = 100 * r["new_timed_wait_fraction"]
                 print(
-                    f"projected, {link}, {r['ranks']} ranks: waiting {wait:.1f}% (with this "
-                    f"host's spread {host:.1f}%; old split {100 * r['old_wait_fraction']:.1f}%),"
+                    f"projected, {link}, {r['ranks']} ranks: waiting {wait:.1f}% (pieces as "
+                    f"timed {timed:.1f}%; with this host's spread {host:.1f}%; old split "
+                    f"{100 * r['old_wait_fraction']:.1f}%),"
                     f" speed-up {r['new_speedup']:.1f}x ({r['new_host_speedup']:.1f}x; old "
                     f"{r['old_speedup']:.1f}x), Allreduce {1e3 * r['allreduce_s']:.1f} ms"
                 )
