@@ -82,13 +82,10 @@ def make_games(
 
 
 def pong_frame(frame: np.ndarray) -> np.ndarray:
-    """Karpathy's preprocessing of one (210, 160, 3) uint8 frame: int8 (6400,) of 0 and 1."""
-    return _foreground(frame[35:195:2, ::2, 0]).ravel()
-
-
-def _foreground(red: np.ndarray) -> np.ndarray:
-    """1 where the red channel is not one of the post's background colours (144, 109, 0)."""
-    return ((red != 144) & (red != 109) & (red != 0)).astype(np.int8)
+    """Karpathy's preprocessing of one (210, 160, 3) uint8 frame: int8 (6400,) of 0 and 1
+    (1 where the red channel is not one of the post's background colours 144, 109, 0)."""
+    red = frame[35:195:2, ::2, 0]
+    return ((red != 144) & (red != 109) & (red != 0)).astype(np.int8).ravel()
 
 
 def _pcg64_words(gen: np.random.Generator) -> list[int]:
@@ -278,19 +275,18 @@ class Game:
         if self.live:
             state = self.env.unwrapped.ale.cloneState().serialize()
             out["ale"] = np.frombuffer(state, dtype=np.uint8)
+            out["prev"], out["x"] = self._prev.copy(), dense(self.x, 6400).astype(np.int8)
         if self._sticky_rng is not None:
             out["sticky"] = np.array([*_pcg64_words(self._sticky_rng), self._applied.value],
                                      dtype=np.uint64)  # fmt: skip
-        if self.live:
-            out["prev"], out["x"] = self._prev.copy(), dense(self.x, 6400).astype(np.int8)
         return out
 
     def restore(self, snap: dict[str, np.ndarray], seed: int) -> None:
         """Continue the game that ``snapshot`` saved (``seed``: the env's first reset)."""
-        import ale_py
-
         score, length, live = snap["score"]
-        if "ale" in snap or "sticky" in snap:
+        if "ale" in snap or "sticky" in snap:  # Pong only: ale-py is there
+            import ale_py
+
             self.new_game(seed)  # the env must have been reset once before restoring
         if "ale" in snap:
             self.env.unwrapped.ale.restoreState(ale_py.ALEState(snap["ale"].tobytes()))
