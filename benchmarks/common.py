@@ -36,11 +36,35 @@ def machine() -> dict:
     }
 
 
+def _mpirun_command(n: int, args: list[str]) -> list[str]:
+    here = Path(sys.executable).parent / "mpirun"
+    return [str(here) if here.exists() else "mpirun", "-n", str(n), sys.executable, *args]
+
+
 def mpirun(n: int, args: list[str], timeout: float = 900) -> str:
     """Run ``mpirun -n n python args`` and return its stdout (raises on failure)."""
-    here = Path(sys.executable).parent / "mpirun"
-    cmd = [str(here) if here.exists() else "mpirun", "-n", str(n), sys.executable, *args]
+    cmd = _mpirun_command(n, args)
     return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout).stdout
+
+
+def mpiruns_at_once(jobs: list[tuple[int, list[str]]], timeout: float = 900) -> list[str]:
+    """Start every ``(n, args)`` of ``jobs`` as its own ``mpirun -n n python args``, all at
+    once, and return their stdouts in order (raises if one fails or runs past ``timeout``)."""
+    procs = [
+        subprocess.Popen(_mpirun_command(n, args), stdout=subprocess.PIPE, text=True)
+        for n, args in jobs
+    ]
+    try:
+        outs = [proc.communicate(timeout=timeout)[0] for proc in procs]
+    finally:  # on a timeout: mpirun passes SIGTERM on to its ranks
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=30)
+    for proc, (n, args) in zip(procs, jobs, strict=True):
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, _mpirun_command(n, args))
+    return outs
 
 
 def write(name: str, result: dict) -> Path:

@@ -1,6 +1,6 @@
 """Pong throughput of ParallelPG per rank, at 1 and 2 ranks, BLAS capped and uncapped.
 
-    python benchmarks/throughput.py [--updates 4] [--repeats 2] [--ranks 1 2]
+    python benchmarks/throughput.py [--updates 4] [--repeats 2] [--ranks 1 2] [--coupling-repeats 3]
 
 Launches itself under mpirun for each configuration and measures, in the same run:
 
@@ -16,7 +16,12 @@ Launches itself under mpirun for each configuration and measures, in the same ru
 * ``eight_games``: 8 Pong games in one process, stepped by pgmpi's loop and by ale-py's own
   vector env (one thread, full RGB frames), to choose between them;
 * ``dense_float64``: the original post's style for scale (dense float64 first layer,
-  per-step matrix-vector product over all 6,400 inputs, dense backward), one episode.
+  per-step matrix-vector product over all 6,400 inputs, dense backward), one episode;
+* ``coupling`` (when 1 and 2 ranks are measured; ``--coupling-repeats`` rounds): ParallelPG
+  on 1 rank, on 2 ranks, and as two independent 1-rank runs of 8 games each started at
+  once. The pair does the 2-rank run's work with no Allreduce and no waiting, so its
+  speed-up is what two processes get on this machine at that moment, and the 2-rank run's
+  share of it is what pgmpi's coupling keeps.
 
 "capped" uses pgmpi's default BLAS cap (cores per node / ranks per node); "uncapped" gives
 every rank as many BLAS threads as the node has cores, which is what numpy does by default.
@@ -119,6 +124,14 @@ def worker(args) -> None:
     from pgmpi import ParallelPG, mpi, threads
 
     blas = None if args.capped else os.cpu_count()
+    if args.pg_only:  # ParallelPG alone, 1 BLAS thread per rank: the coupling comparison
+        agent = ParallelPG(env="ALE/Pong-v5", seed=0, slots=args.slots, blas_threads=1, quiet=True)
+        rows = []
+        agent.train(updates=args.updates + 1, callback=rows.append)
+        if mpi.is_root():
+            rate = float(np.mean([r["perf/steps_per_s"] for r in rows[1:]]))  # after warm-up
+            print(json.dumps({"steps_per_s": rate}), flush=True)
+        return
     threads.cap_blas_threads(blas)
     emu = emulator_rate(args.emulator_steps)
     eight = eight_games_rates(args.emulator_steps)
@@ -183,8 +196,16 @@ def main() -> None:
     p.add_argument("--ranks", type=int, nargs="+", default=[1, 2], help="rank counts (1 2)")
     p.add_argument("--emulator-steps", type=int, default=20000)
     p.add_argument("--dense-steps", type=int, default=1500)
+    p.add_argument(
+        "--coupling-repeats",
+        type=int,
+        default=3,
+        help="rounds of the coupling comparison, 0 to skip it (3)",
+    )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--capped", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--pg-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--slots", type=int, default=16, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         return worker(args)
@@ -259,7 +280,52 @@ def main() -> None:
             f"{result['speedup_2_ranks_compute']:.2f} in summed rank rates (target >= 1.95), "
             f"ranks waiting {100 * two['pg_wait_fraction']:.1f}% of the time"
         )
+    if args.coupling_repeats and 1 in args.ranks and 2 in args.ranks:
+        result["coupling"] = coupling(args.updates, args.coupling_repeats)
     print("wrote", common.write("throughput", result))
+
+
+def coupling(updates: int, repeats: int) -> dict:
+    """How much of the 2-rank speed-up the coupling costs, against what this machine gives.
+
+    Each round runs, one after another: ParallelPG on 1 rank (16 games), on 2 ranks (8 games
+    each, one Allreduce per update) and, at the same time, two independent 1-rank runs of 8
+    games each. The independent pair does the 2-rank run's work with nothing shared and no
+    rank ever waiting, so its summed rate over the 1-rank rate is the speed-up two processes
+    get on this machine at that moment; the coupled run's speed-up over it is what pgmpi's
+    coupling (waiting at the Allreduce, the Allreduce itself) keeps.
+    """
+    run = [__file__, "--worker", "--pg-only", "--updates", str(updates)]
+
+    def rate(stdout: str) -> float:
+        return json.loads(stdout.strip().splitlines()[-1])["steps_per_s"]
+
+    rounds = []
+    for _ in range(repeats):
+        one, two = (rate(common.mpirun(n, run)) for n in (1, 2))
+        apart = sum(map(rate, common.mpiruns_at_once([(1, [*run, "--slots", "8"])] * 2)))
+        rounds.append(
+            {
+                "one": one,
+                "two": two,
+                "pair": apart,
+                "speedup": two / one,
+                "pair_speedup": apart / one,
+            }
+        )
+        print(
+            f"coupling: 1 rank {one:.0f} steps/s; 2 ranks {two:.0f} ({two / one:.2f}x); two "
+            f"independent 1-rank runs of 8 games at once {apart:.0f} ({apart / one:.2f}x): "
+            f"the 2-rank run reaches {two / apart:.1%} of the independent pair",
+            flush=True,
+        )
+    kept = {k: float(np.median([r[k] for r in rounds])) for k in ("speedup", "pair_speedup")}
+    kept["coupled_over_pair"] = float(np.median([r["two"] / r["pair"] for r in rounds]))
+    print(
+        f"coupling, median of {repeats} rounds: 2 ranks {kept['speedup']:.2f}x, independent pair "
+        f"{kept['pair_speedup']:.2f}x; the 2-rank run keeps {kept['coupled_over_pair']:.1%}"
+    )
+    return {"rounds": rounds, **kept}
 
 
 if __name__ == "__main__":
