@@ -435,11 +435,14 @@ class ExactSum:
             total = total.reshape(-1, x.shape[1])
         total[rows] += np.rint(x * 2.0**FIXED_POINT_BITS).astype(np.int64) if self.exact else x
 
-    def allreduce(self) -> tuple[np.ndarray, int]:
-        """(float64 sum of every rank's terms, number of terms left out as bad). Collective."""
+    def allreduce(self, divide_by: float = 1.0) -> tuple[np.ndarray, int]:
+        """(the sum of every rank's terms over ``divide_by``, as float32, rounded once from
+        the exact sum; the number of terms left out as bad). Collective."""
         allreduce_sum_(self.buffer)
         scale = 2.0**FIXED_POINT_BITS if self.exact else 1.0
-        return self.buffer[:-1] / scale, int(self.buffer[-1])
+        out = np.empty(len(self.buffer) - 1, dtype=np.float32)
+        np.divide(self.buffer[:-1], scale * divide_by, out=out)  # one pass, in float64 if exact
+        return out, int(self.buffer[-1])
 
 
 def gather_stats(values: dict) -> list[dict] | None:

@@ -164,16 +164,15 @@ class ParallelPG:
             if grad is not None:
                 total.add(grad[1], rows=grad[0])
         t2 = time.perf_counter()
-        grad, bad = total.allreduce()  # the one collective of an update: sum every game's gradient
+        # The one collective of an update: sum every game's gradient (then the mean, or not).
+        grad, bad = total.allreduce(c["slots"] if c["batch_gradient"] == "mean" else 1)
         t3 = time.perf_counter()
         if bad:
             raise mpi.NonFiniteError(
                 f"update {self.update}: non-finite or huge gradient in {bad} game(s)"
                 "; lower learning_rate or check the env's rewards (nothing was saved)"
             )
-        if c["batch_gradient"] == "mean":
-            grad /= c["slots"]
-        self.optimizer.step(self.net.params, grad.astype(np.float32))
+        self.optimizer.step(self.net.params, grad)
         finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
         times = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)
         # start_s: where the update sits on this rank's timeline
