@@ -336,6 +336,9 @@ class _Watchdog:
             )
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
+        # The launcher forwards what a rank wrote on its own schedule, and the abort can tear
+        # the job down first (seen on a loaded machine: the job ended, the message lost).
+        time.sleep(0.5)
         _abort(1)
 
 
