@@ -67,6 +67,11 @@ def mpiruns_at_once(jobs: list[tuple[int, list[str]]], timeout: float = 900) -> 
     return outs
 
 
+def last_json(stdout: str):
+    """The JSON on the last line of a worker's output (the lines before are its prints)."""
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
 def write(name: str, result: dict) -> Path:
     """Write ``result`` to benchmarks/results/NAME.json and return the path."""
     RESULTS.mkdir(exist_ok=True)

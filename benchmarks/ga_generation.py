@@ -113,7 +113,7 @@ def main() -> None:
             flags += ["--population-size", str(args.population_size), "--seed", str(args.seed)]
             flags += ["--episodes-per-individual", str(args.episodes_per_individual)]
             flags += ["--hidden-sizes", *map(str, args.hidden_sizes)]
-            row = json.loads(common.mpirun(n, flags, timeout=3600).strip().splitlines()[-1])
+            row = common.last_json(common.mpirun(n, flags, timeout=3600))
             row.update(summary(row))
             runs.append(row)
             print(

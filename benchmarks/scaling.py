@@ -296,14 +296,14 @@ def main() -> None:
     runs = {}
     for _ in range(args.repeats):  # a shared machine only ever slows a run down: keep the fastest
         for n in (1, 2):
-            run = json.loads(common.mpirun(n, cmd).strip().splitlines()[-1])
+            run = common.last_json(common.mpirun(n, cmd))
             if n not in runs or mean(run["rows"], "perf/steps_per_s") > mean(
                 runs[n]["rows"], "perf/steps_per_s"
             ):
                 runs[n] = run
     costs = [*cmd, "--costs", "--games", str(args.games), "--slot-updates", str(args.slot_updates)]
     costs += ["--replays", str(args.replays)]
-    cost = json.loads(common.mpirun(1, costs).strip().splitlines()[-1])  # a third 1-rank run
+    cost = common.last_json(common.mpirun(1, costs))  # a third 1-rank run
     one = runs[1]
 
     measured = {

@@ -232,7 +232,7 @@ def main() -> None:
                         str(args.dense_steps),
                     ],
                 )
-                runs.append(json.loads(out.strip().splitlines()[-1]))
+                runs.append(common.last_json(out))
             row = {
                 k: max(r[k] for r in runs)
                 if k.endswith("_per_rank") or "steps_per_s" in k
@@ -298,7 +298,7 @@ def coupling(updates: int, repeats: int) -> dict:
     run = [__file__, "--worker", "--pg-only", "--updates", str(updates)]
 
     def rate(stdout: str) -> float:
-        return json.loads(stdout.strip().splitlines()[-1])["steps_per_s"]
+        return common.last_json(stdout)["steps_per_s"]
 
     rounds = []
     for _ in range(repeats):
@@ -311,6 +311,7 @@ def coupling(updates: int, repeats: int) -> dict:
                 "pair": apart,
                 "speedup": two / one,
                 "pair_speedup": apart / one,
+                "coupled_over_pair": two / apart,
             }
         )
         print(
@@ -319,8 +320,8 @@ def coupling(updates: int, repeats: int) -> dict:
             f"the 2-rank run reaches {two / apart:.1%} of the independent pair",
             flush=True,
         )
-    kept = {k: float(np.median([r[k] for r in rounds])) for k in ("speedup", "pair_speedup")}
-    kept["coupled_over_pair"] = float(np.median([r["two"] / r["pair"] for r in rounds]))
+    keys = ("speedup", "pair_speedup", "coupled_over_pair")
+    kept = {k: float(np.median([r[k] for r in rounds])) for k in keys}
     print(
         f"coupling, median of {repeats} rounds: 2 ranks {kept['speedup']:.2f}x, independent pair "
         f"{kept['pair_speedup']:.2f}x; the 2-rank run keeps {kept['coupled_over_pair']:.1%}"
