@@ -43,7 +43,7 @@ def worker(args) -> None:
     )
     rows = []
     agent.train(generations=args.generations, callback=rows.append)
-    in_collective = mpi.gather_stats([r["perf/allreduce_s"] for r in rows])
+    in_collective = mpi.gather_object([r["perf/allreduce_s"] for r in rows])
     history = agent.optimizer.state()["fitness_history"]
     if mpi.is_root():
         per_rank = np.array(in_collective)  # (ranks, generations): seconds in the Allreduce

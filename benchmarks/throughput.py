@@ -146,7 +146,7 @@ def worker(args) -> None:
     agent.train(updates=args.updates + 1, callback=after_update)
     rows, beside = rows[1:], beside[1:]  # the first update is warm-up (ROM load, allocations)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    per_rank = mpi.gather_stats({"emulator": emu, "dense_float64": dense, "peak_mb": peak_mb})
+    per_rank = mpi.gather_object({"emulator": emu, "dense_float64": dense, "peak_mb": peak_mb})
     if mpi.is_root():
         print(
             json.dumps(

@@ -81,6 +81,7 @@ def main() -> int:
         "(python -m pgmpi.plot --timeline LOG_DIR)",
     )
     args = p.parse_args()
+    mpi.set_deadline(args.deadline)
 
     checkpoint = args.log_dir / "checkpoint.npz"
     if args.resume:

@@ -49,6 +49,7 @@ def main() -> int:
         "(python -m pgmpi.plot --timeline LOG_DIR)",
     )
     args = p.parse_args()
+    mpi.set_deadline(args.deadline)
 
     start = time.perf_counter()
     agent = ParallelPG(

@@ -56,6 +56,7 @@ def main() -> int:
     )
     p.add_argument("--quiet", action="store_true", help="print only the final line")
     args = p.parse_args()
+    mpi.set_deadline(args.deadline)
 
     start = time.perf_counter()
     ga = PrunedGA(

@@ -22,7 +22,7 @@ it ignores are named.
 
 from pathlib import Path
 
-from pgmpi import ParallelPG
+from pgmpi import ParallelPG, mpi
 from pgmpi.cli import ArgumentParser, positive_float, positive_int, warn_ignored_on_resume
 from pgmpi.pg import PRESETS
 
@@ -70,6 +70,7 @@ def main() -> None:
         "flags (those ignored are named); the limits and --checkpoint-every apply",
     )
     args = p.parse_args()
+    mpi.set_deadline(args.deadline)
 
     checkpoint = args.log_dir / "checkpoint.npz"
     flags = ("hidden_size", "optimizer", "learning_rate", "slots", "steps_per_slot")

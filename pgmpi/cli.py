@@ -20,7 +20,8 @@ class ArgumentParser(argparse.ArgumentParser):
         )
 
     def parse_args(self, args=None, namespace=None):
-        """argparse's, plus ``--deadline``, which every example has: the watchdog's limit."""
+        """argparse's, plus ``--deadline``, which every example has (the watchdog's limit:
+        the example passes it to :func:`pgmpi.mpi.set_deadline`)."""
         if "--deadline" not in self._option_string_actions:
             self.add_argument(
                 "--deadline",
@@ -29,10 +30,7 @@ class ArgumentParser(argparse.ArgumentParser):
                 help="end the job (MPI_Abort, naming the ranks missing) if a rank waits this "
                 "long in one collective; 0: no fixed limit (PGMPI_DEADLINE, else 1800)",
             )
-        parsed = super().parse_args(args, namespace)
-        if getattr(parsed, "deadline", None) is not None:  # absent: suppressed by given()
-            mpi.set_deadline(parsed.deadline)
-        return parsed
+        return super().parse_args(args, namespace)
 
     def _print_message(self, message, file=None):
         if mpi.is_root():

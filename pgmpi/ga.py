@@ -105,6 +105,7 @@ class PrunedGA:
         quiet: bool = False,
         trace: bool = False,
     ):
+        mpi.init()  # the excepthook and the watchdog, once per process
         h, E, w, b = hidden_sizes, episodes_per_individual, complexity_weight, blas_threads
         ok_h = isinstance(h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h)
         problem = mpi.launcher_problem()  # before anything is made or written
@@ -259,7 +260,7 @@ class PrunedGA:
         }
         if self.trace:
             mine = dict(start_s=t0 - start, play_s=t1 - t0, grad_s=0.0, allreduce_s=t2 - t1)
-            ranks = mpi.gather_stats(dict(mine, total_s=seconds))  # every rank's, to the root
+            ranks = mpi.gather_object(dict(mine, total_s=seconds))  # every rank's, to the root
             self._log.trace(self.generation, ranks or [])  # written by the root only
         return row, bool(buf[2 * P])  # float64 values are floats: fine for CSV and JSON
 

@@ -111,6 +111,7 @@ class ParallelPG:
         quiet: bool = False,
         trace: bool = False,
     ):
+        mpi.init()  # the excepthook and the watchdog, once per process
         n = mpi.size()
         # The launch is checked first: nothing is made or written in a mismatched one.
         problem = mpi.launcher_problem() or pg_problem(locals())
@@ -258,7 +259,7 @@ class ParallelPG:
     def save(self, path: str | Path) -> Path:
         """Write parameters, optimizer state, counters and every game in progress to
         ``path`` (atomically, by the root). Collective: every rank must call this."""
-        snaps = mpi.gather_stats(rollout.snapshots(self.games, self.open_rallies))  # to the root
+        snaps = mpi.gather_object(rollout.snapshots(self.games, self.open_rallies))  # to the root
         arrays = {"params": self.net.params, **self.optimizer.state()}
         arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
         arrays.update(rollout.pack_snapshots(snaps))  # on the root: every game, in slot order

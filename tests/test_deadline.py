@@ -3,30 +3,31 @@
 import pytest
 
 from pgmpi import mpi
+from pgmpi.mpi.watchdog import Watchdog, deadline_from_env
 
 
 def test_the_deadline_is_on_by_default_with_generous_limits(monkeypatch):
     for name in ("PGMPI_DEADLINE", "PGMPI_DEADLINE_FACTOR", "PGMPI_DEADLINE_FLOOR"):
         monkeypatch.delenv(name, raising=False)
-    assert mpi._deadline_from_env() == (1800.0, 50.0, 300.0)
+    assert deadline_from_env() == (1800.0, 50.0, 300.0)
 
 
 def test_environment_values_and_off(monkeypatch):
     monkeypatch.setenv("PGMPI_DEADLINE", "off")
     monkeypatch.setenv("PGMPI_DEADLINE_FACTOR", "7.5")
     monkeypatch.setenv("PGMPI_DEADLINE_FLOOR", "0")
-    assert mpi._deadline_from_env() == (0.0, 7.5, 0.0)
+    assert deadline_from_env() == (0.0, 7.5, 0.0)
 
 
 @pytest.mark.parametrize("text", ["-1", "soon", "inf", "nan"])
 def test_a_bad_environment_value_names_the_variable(monkeypatch, text):
     monkeypatch.setenv("PGMPI_DEADLINE_FLOOR", text)
     with pytest.raises(mpi.ConfigError, match=f"PGMPI_DEADLINE_FLOOR must be .* got '{text}'"):
-        mpi._deadline_from_env()
+        deadline_from_env()
 
 
 def test_the_deadline_is_the_smaller_rule_and_the_floor_holds():
-    w = mpi._Watchdog()
+    w = Watchdog()
     w.limit, w.factor, w.floor = 100.0, 10.0, 5.0
     assert w.deadline()[0] == 100.0  # no intervals seen yet: the limit alone
     w.recent.extend([0.1, 0.3, 0.2])
@@ -41,7 +42,7 @@ def test_the_deadline_is_the_smaller_rule_and_the_floor_holds():
 
 
 def test_set_deadline_checks_its_values_and_keeps_the_others():
-    w = mpi._WATCH
+    w = mpi.init()
     saved = (w.limit, w.factor, w.floor)
     try:
         mpi.set_deadline(12.0)
