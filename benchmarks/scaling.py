@@ -71,7 +71,7 @@ def worker(args) -> None:
     """Under mpirun: timed updates of the defaults; with ``--costs`` (1 rank), then the
     costs of slot pieces and of steps, and the lengths of whole games."""
     from pgmpi import ParallelPG, mpi, rng, rollout
-    from pgmpi.envs import Game
+    from pgmpi.rollout import make_game
 
     if args.checkpoint:
         agent = ParallelPG.load(args.checkpoint, quiet=True)
@@ -110,7 +110,7 @@ def worker(args) -> None:
         out["slot_s"] = costs
         out["step_s"] = {}
         for k in (1, 2, 4, 8, 16):
-            games = [Game(agent.config["env"]) for _ in range(k)]
+            games = [make_game(agent.config["env"]) for _ in range(k)]
             streams = [rng.stream(0, 99, k, i) for i in range(k)]
             rollout.play(agent.net, games, streams, 50, False)  # past the first frames
             best, steps = float("inf"), 4800 // k  # 4,800 game-steps, whatever k
@@ -119,7 +119,7 @@ def worker(args) -> None:
                 rollout.play(agent.net, games, streams, steps, False)
                 best = min(best, time.perf_counter() - t)
             out["step_s"][k] = best / (steps * k)
-        games = [Game(agent.config["env"]) for _ in range(args.games)]
+        games = [make_game(agent.config["env"]) for _ in range(args.games)]
         streams = [rng.stream(0, 98, i) for i in range(args.games)]
         pieces = rollout.play(agent.net, games, streams, 1, True, learn=False)
         out["game_lengths"] = [p.finished[0][1] for p in pieces]

@@ -48,7 +48,8 @@ import common  # noqa: E402
 
 
 def emulator_rate(steps: int) -> float:
-    from pgmpi.envs import PONG_DOWN, PONG_UP, make_gym
+    from pgmpi.envs import make_gym
+    from pgmpi.pong import PONG_DOWN, PONG_UP
 
     env = make_gym("ALE/Pong-v5")
     env.reset(seed=0)
@@ -67,10 +68,10 @@ def eight_games_rates(steps: int) -> dict:
     full 210x160 RGB frames so the post's preprocessing could follow)."""
     import ale_py
 
-    from pgmpi.envs import Game
+    from pgmpi.pong import PongGame
 
     rng, n = np.random.default_rng(0), 8
-    games = [Game("ALE/Pong-v5") for _ in range(n)]
+    games = [PongGame() for _ in range(n)]
     for game in games:
         game.new_game(0)
     start = time.perf_counter()
@@ -96,10 +97,10 @@ def eight_games_rates(steps: int) -> dict:
 
 def dense_float64_rate(max_steps: int) -> float:
     """One episode in the dense float64 style of the original post (written anew here)."""
-    from pgmpi.envs import Game
     from pgmpi.networks import dense
+    from pgmpi.pong import PongGame
 
-    env, rng = Game("ALE/Pong-v5"), np.random.default_rng(0)
+    env, rng = PongGame(), np.random.default_rng(0)
     W1 = rng.standard_normal((200, 6400)) / 80.0
     W2 = rng.standard_normal(200) / np.sqrt(200)
     xs, hs, dl = [], [], []

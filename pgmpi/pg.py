@@ -25,7 +25,7 @@ import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
 from pgmpi.config import EVALUATE_RULES, PG_SETTINGS, PRESETS, pg_problem, rules_problem
-from pgmpi.envs import MAX_EPISODE_STEPS, PONG_ID, Game, make_games
+from pgmpi.envs import MAX_EPISODE_STEPS, PONG_ID
 from pgmpi.logger import log_update, pg_details, progress_line
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
@@ -120,7 +120,7 @@ class ParallelPG:
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
         self.games, probe = {}, None
         if problem is None:  # every rank makes one game at least, to check the env
-            self.games, probe, whole_games, problem = make_games(
+            self.games, probe, whole_games, problem = rollout.make_games(
                 env, self.mine, sticky_actions, max_episode_steps, whole_games
             )
         arguments = locals()  # as given, but slots and whole_games as resolved above
@@ -239,7 +239,7 @@ class ParallelPG:
         returns, mine = np.zeros(episodes), list(range(mpi.rank(), episodes, mpi.size()))
         seed, cap = self.config["seed"], self.config["max_episode_steps"]
         streams = [rng.stream(seed, rng.EVALUATE, self._evaluations, e) for e in mine]
-        new_game = partial(Game, self._make_env, sticky, cap)
+        new_game = partial(rollout.make_game, self._make_env, sticky, cap)
         returns[mine] = rollout.whole_games(self.net, new_game, streams, greedy)
         self.evaluation_returns = mpi.allreduce_sum_(returns)  # each return lives on one rank
         return float(self.evaluation_returns.mean())
@@ -262,7 +262,9 @@ class ParallelPG:
         snaps = mpi.gather_object(rollout.snapshots(self.games, self.open_rallies))  # to the root
         arrays = {"params": self.net.params, **self.optimizer.state()}
         arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
-        arrays.update(rollout.pack_snapshots(snaps))  # on the root: every game, in slot order
+        if snaps is not None:  # on the root: every game, in slot order
+            games = {k: snap for part in snaps for k, snap in part.items()}
+            arrays.update(checkpoint.pack_ragged([games[k] for k in sorted(games)], "game"))
         return checkpoint.save_agent(
             path, self, arrays, update=self.update, episodes=self.episodes, steps=self.steps,
             running_reward=self.running_reward, evaluations=self._evaluations,
@@ -284,7 +286,8 @@ class ParallelPG:
         agent.recent_returns.extend(arrays["recent_returns"].tolist())
         agent.update, agent.episodes, agent.steps = meta["update"], meta["episodes"], meta["steps"]
         agent.running_reward, agent._evaluations = meta["running_reward"], meta["evaluations"]
-        rollout.restore(agent.games, agent.open_rallies, arrays, agent.config["seed"])
+        snaps = {k: checkpoint.unpack_ragged(arrays, "game", k) for k in agent.games}
+        rollout.restore(agent.games, agent.open_rallies, snaps, agent.config["seed"])
         return agent
 
     @classmethod

@@ -25,6 +25,7 @@ import numpy as np
 
 from pgmpi import checkpoint, rng
 from pgmpi.envs import Game, make_gym
+from pgmpi.pong import PongGame
 
 ALGORITHMS = ("ParallelPG", "PrunedGA")
 
@@ -36,7 +37,7 @@ def _pg_episode(agent, stream: np.random.Generator, greedy: bool, frames):
 
     env_id = agent.config["env"]
     pong = agent.probe.is_pong
-    game = Game(env_id) if pong else Game(lambda: make_gym(env_id, render_mode="rgb_array"))
+    game = PongGame() if pong else Game(lambda: make_gym(env_id, render_mode="rgb_array"))
     screen = game.env.unwrapped.ale.getScreenRGB if pong else game.env.render
     game.new_game(rng.env_seed(stream))
     won = lost = 0

@@ -5,7 +5,7 @@ the policy's forward pass runs once per step for all of them and Python's per-ca
 is paid once per batch, not once per game. Each game draws its actions from its own stream,
 so what it plays does not depend on which other games share the batch, or the rank.
 Checkpoints take the games in progress and their open rallies from :func:`snapshots` and
-give them back with :func:`restore`, on any rank.
+give them back with :func:`restore`, on any rank. :func:`make_games` makes a rank's games.
 """
 
 from __future__ import annotations
@@ -14,9 +14,45 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pgmpi import checkpoint, rng
-from pgmpi.envs import Game
+from pgmpi import rng
+from pgmpi.envs import PONG_ID, Game
 from pgmpi.networks import TwoLayerPolicy
+from pgmpi.pong import PongGame
+
+
+def make_game(env: str | Callable, sticky: bool = False, max_steps: int | None = None) -> Game:
+    """A :class:`~pgmpi.pong.PongGame` for Pong's id (``sticky``: with sticky actions),
+    else a :class:`~pgmpi.envs.Game` of ``env``."""
+    return PongGame(sticky, max_steps) if env == PONG_ID else Game(env, max_steps)
+
+
+def make_games(
+    env: str | Callable, slots: list[int], sticky: bool, max_steps: int, whole_games: bool | None
+) -> tuple[dict[int, Game], Game | None, bool | None, str | None]:
+    """ParallelPG's games, and what they say about its settings.
+
+    Returns:
+        Game k for each of ``slots``; one game to read the env's sizes from (made even
+        where ``slots`` is empty, so that every rank checks the env); ``whole_games``, with
+        None made False for Pong and True for other envs (their games cannot be saved
+        mid-game); and why the env cannot be made or play ``whole_games=False``, or None.
+        If the env cannot be made: ``{}``, None, ``whole_games`` as given, the problem.
+    """
+    try:
+        games = {k: make_game(env, sticky, max_steps) for k in slots or [-1]}
+    except Exception as e:  # any failure to make the env is the user's input
+        return {}, None, whole_games, f"cannot make env {env!r}: {type(e).__name__}: {e}"
+    probe = next(iter(games.values()))
+    games.pop(-1, None)
+    problem = None
+    if whole_games is None:
+        whole_games = not probe.is_pong
+    elif not whole_games and not probe.is_pong:
+        problem = (
+            f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
+            "(ALE saves their state); pass whole_games=True"
+        )
+    return games, probe, whole_games, problem
 
 
 class Piece:
@@ -161,19 +197,9 @@ def snapshots(games: dict[int, Game], rallies: OpenRallies) -> dict[int, dict[st
     return {k: game.snapshot() | rallies.arrays(k) for k, game in games.items()}
 
 
-def pack_snapshots(parts: list[dict[int, dict]] | None) -> dict[str, np.ndarray]:
-    """Every rank's :func:`snapshots` (as gathered on the root; None elsewhere) as flat
-    arrays for ``checkpoint.save``, in slot order ({} off the root)."""
-    if parts is None:
-        return {}
-    games = {k: s for part in parts for k, s in part.items()}
-    return checkpoint.pack_ragged([games[k] for k in range(len(games))], "game")
-
-
-def restore(games: dict[int, Game], rallies: OpenRallies, arrays: dict, seed: int) -> None:
-    """Continue each of ``games`` (by slot, on any rank) from a checkpoint's ``arrays``,
-    written with :func:`pack_snapshots`; ``seed`` is the run's, for each env's first reset."""
+def restore(games: dict[int, Game], rallies: OpenRallies, snaps: dict, seed: int) -> None:
+    """Continue each of ``games`` (by slot, on any rank) from its snapshot in ``snaps`` (as
+    :func:`snapshots` made it); ``seed`` is the run's, for each env's first reset."""
     for k, game in games.items():
-        snap = checkpoint.unpack_ragged(arrays, "game", k)
-        game.restore(snap, rng.env_seed(rng.stream(seed, rng.EPISODE, 0, k)))
-        rallies.restore(k, snap)
+        game.restore(snaps[k], rng.env_seed(rng.stream(seed, rng.EPISODE, 0, k)))
+        rallies.restore(k, snaps[k])

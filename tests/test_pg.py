@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, NonFiniteError, ParallelPG, optimizers, rollout
-from pgmpi.envs import PONG_DOWN, PONG_UP, Game, make_gym, pong_frame
+from pgmpi.envs import make_gym
 from pgmpi.networks import TwoLayerPolicy, dense, sparse
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.pg import PRESETS, discounted_returns, standardise
+from pgmpi.pong import PONG_DOWN, PONG_UP, PongGame, pong_frame
 
 
 def _logp_objective(W1, W2, X, actions, adv, bernoulli):
@@ -143,7 +144,7 @@ def test_optimizer_steps_taken_a_chunk_at_a_time_equal_whole_vector_steps():
 
 
 def test_pong_preprocessing_on_real_ale_frames():
-    env = Game("ALE/Pong-v5")
+    env = PongGame()
     env.new_game(seed=0)
     assert len(env.x[0]) == 0  # the first input: no difference yet
     counts = []
@@ -167,8 +168,8 @@ def test_pong_preprocessing_on_real_ale_frames():
 def test_direct_ale_step_is_gymnasiums_step():
     # The Game reads palette indices and updates its frame where they change; gymnasium
     # gives RGB frames. Both must give the post's inputs, bit for bit, over whole games.
-    Game._FOREGROUND[:] = -1  # learn the palette's colours afresh
-    game, env = Game("ALE/Pong-v5"), make_gym("ALE/Pong-v5")
+    PongGame._FOREGROUND[:] = -1  # learn the palette's colours afresh
+    game, env = PongGame(), make_gym("ALE/Pong-v5")
     game.new_game(seed=0)
     prev, games = pong_frame(env.reset(seed=0)[0]), 0
     for t in range(2500):
@@ -202,7 +203,7 @@ class _RecordingALE:
 
 
 def test_sticky_actions_repeat_the_frame_befores_action_a_quarter_of_the_time():
-    game = Game("ALE/Pong-v5", sticky=True)
+    game = PongGame(sticky=True)
     game.new_game(seed=4)
     game._ale = spy = _RecordingALE(game._ale)
     wanted = []
@@ -225,7 +226,7 @@ def test_sticky_game_continues_exactly_after_snapshot_and_restore():
         seen = []
         for t, a in enumerate(actions):
             if move and (t % 100 == 0 or not game.live):
-                back = Game("ALE/Pong-v5", sticky=True)
+                back = PongGame(sticky=True)
                 back.restore(game.snapshot(), seed=9)
                 assert back.live == game.live
                 game = back
@@ -235,7 +236,7 @@ def test_sticky_game_continues_exactly_after_snapshot_and_restore():
             seen.append((reward, game.x[0].tolist(), game.x[1].tolist()))
         return seen
 
-    games = [Game("ALE/Pong-v5", sticky=True) for _ in range(2)]
+    games = [PongGame(sticky=True) for _ in range(2)]
     for game in games:
         game.new_game(seed=9)
     moved, stayed = play(games[0], True), play(games[1], False)
@@ -244,7 +245,7 @@ def test_sticky_game_continues_exactly_after_snapshot_and_restore():
 
 
 def test_rally_rule_ends_a_rally_at_every_point():
-    game = Game("ALE/Pong-v5")
+    game = PongGame()
     game.new_game(seed=0)
     rallies = games = 0
     while not games:

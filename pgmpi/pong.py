@@ -1,0 +1,198 @@
+"""Pong from pixels, as in Karpathy's "Pong from Pixels" (2016).
+
+Crop the 210x160 RGB frame to rows 35..194, keep every second row and column of the red
+channel, erase the background colours (144, 109 and 0), set everything else to 1, and feed
+the difference of consecutive frames: 80 x 80 = 6,400 inputs in {-1, 0, 1}. The policy's
+two actions are paddle up and down, and a rally ends at every point scored, which is where
+the post restarts the discounted return.
+
+While training, a :class:`PongGame` reads the screen as ALE's palette indices (a twentieth
+of the cost of RGB frames) and updates its preprocessed frame only where an index changed;
+the red channel of each index, which the post's rule needs, is read from an RGB frame the
+first time the index is seen, so the inputs are the post's, bit for bit (tested against
+gymnasium's frames). Sticky actions (Machado et al., 2018) are applied here, from a stream
+of pgmpi's own, so that a game saved mid-way goes on exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pgmpi.envs import PONG_ID, Game
+from pgmpi.networks import dense, sparse
+
+PONG_UP, PONG_DOWN = 2, 3  # ALE action numbers for Pong's paddle (RIGHT = up, LEFT = down)
+STICKY = 0.25  # ALE v5's standard repeat_action_probability (Machado et al., 2018)
+
+
+def pong_frame(frame: np.ndarray) -> np.ndarray:
+    """Karpathy's preprocessing of one (210, 160, 3) uint8 frame: int8 (6400,) of 0 and 1
+    (1 where the red channel is not one of the post's background colours 144, 109, 0)."""
+    red = frame[35:195:2, ::2, 0]
+    return ((red != 144) & (red != 109) & (red != 0)).astype(np.int8).ravel()
+
+
+def _pcg64_words(gen: np.random.Generator) -> list[int]:
+    """A PCG64 generator's whole state as six unsigned 64-bit words (no pickle)."""
+    s = gen.bit_generator.state
+    big = [w >> shift & (2**64 - 1) for w in (s["state"]["state"], s["state"]["inc"])
+           for shift in (0, 64)]  # fmt: skip
+    return [*big, s["has_uint32"], s["uinteger"]]
+
+
+def _pcg64_from_words(words: np.ndarray) -> np.random.Generator:
+    """The generator that :func:`_pcg64_words` described."""
+    w = [int(x) for x in words]
+    bits = np.random.PCG64()
+    bits.state = {
+        "bit_generator": "PCG64",
+        "state": {"state": w[0] | w[1] << 64, "inc": w[2] | w[3] << 64},
+        "has_uint32": w[4],
+        "uinteger": w[5],
+    }
+    return np.random.Generator(bits)
+
+
+class PongGame(Game):
+    """One persistent game of Pong from pixels (``ALE/Pong-v5``), stepped through ALE.
+
+    Inputs are differences of preprocessed frames (6,400), action index 0/1 means paddle
+    up/down, and a rally ends at every point.
+
+    Args:
+        sticky: ALE v5's sticky actions: at every emulator frame, with probability 0.25 the
+            action applied at the frame before is applied again (Machado et al., 2018).
+            Done here rather than by ALE, whose saved states leave out the action applied
+            last, so a game resumed from a snapshot could differ. Their random stream is
+            seeded at the first ``new_game`` and runs on from game to game; snapshots carry
+            it and the action applied last.
+        max_steps: as for :class:`~pgmpi.envs.Game`.
+    """
+
+    is_pong = True
+
+    def __init__(self, sticky: bool = False, max_steps: int | None = None):
+        super().__init__(PONG_ID, max_steps)  # without ALE's sticky actions: see _advance()
+        self.sticky = bool(sticky)
+        self._sticky_rng: np.random.Generator | None = None  # made at the first new_game
+        self._seeded = False
+        atari = self.env.unwrapped
+        self._ale, self._frameskip = atari.ale, atari._frameskip
+        self._ale_actions = [atari._action_set[a] for a in (PONG_UP, PONG_DOWN)]
+        self._screen = np.empty((210, 160), dtype=np.uint8)  # palette indices
+        # The last frame seen, as palette indices (255: none, never a palette index) and as
+        # the post's 0/1 foreground, both flat (6400,).
+        self._seen = np.full(6400, 255, dtype=np.uint8)
+        self._prev = np.zeros(6400, dtype=np.int8)
+
+    def _sizes(self, obs_space, n_actions: int) -> tuple[int, int]:
+        return 80 * 80, 2
+
+    def new_game(self, seed: int) -> None:
+        """Start a game whose randomness is fixed by ``seed``."""
+        if self._seeded:
+            # Pong's emulator is deterministic, so every game starts from the same state:
+            # restored in 0.1 ms, where a reset emulates 70 frames (7 ms). The screen is not
+            # part of the state; the start's preprocessed frame is kept instead.
+            self._ale.restoreState(self._start[0])
+            self._seen[:], self._prev[:] = self._start[1:]
+        else:
+            self.env.reset(seed=seed)
+            self._seeded = True
+            if self.sticky:
+                self._sticky_rng = np.random.Generator(np.random.PCG64(seed))
+            self._seen[...] = 255  # every pixel counts as changed, so that
+            self._pong_input()  # the last frame becomes this one
+            self._start = self._ale.cloneState(), self._seen.copy(), self._prev.copy()
+        # the first input is zero; ALE's reset applied NOOP last
+        self.x, self._applied = PongGame._NONE, type(self._ale_actions[0]).NOOP
+        self.score, self.length, self.live = 0.0, 0, True
+
+    def _advance(self, action: int) -> tuple[float, bool, bool]:
+        # The calls gymnasium's AtariEnv.step makes, without its wrappers and with the screen
+        # copied into one buffer: a tenth of the cost of a step outside the emulator. The
+        # tests check that both give the same game.
+        ale, act = self._ale, self._ale_actions[action]
+        reward = 0.0
+        for _ in range(self._frameskip):
+            if self.sticky:  # with probability 0.25, the frame before's action again
+                if self._sticky_rng.random() >= STICKY:
+                    self._applied = act
+                reward += ale.act(self._applied)
+            else:
+                reward += ale.act(act)
+        terminated, truncated = ale.game_over(with_truncation=False), ale.game_truncated()
+        self.x = self._pong_input()
+        return reward, terminated, truncated
+
+    def _rally_over(self, reward: float) -> bool:
+        return reward != 0  # a point was scored
+
+    # The post's 0/1 foreground of each palette index, learnt from RGB frames (-1: not seen
+    # yet). ALE's palette is fixed, so one table serves every game of the process.
+    _FOREGROUND = np.full(256, -1, dtype=np.int8)
+    _NONE = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+
+    def _pong_input(self) -> tuple[np.ndarray, np.ndarray]:
+        """The difference of this frame and the last, from the pixels whose index changed."""
+        self._ale.getScreen(self._screen)
+        cur = self._screen[35:195:2, ::2].ravel()  # (6400,) palette indices, a copy
+        changed = (cur != self._seen).nonzero()[0]
+        if not len(changed):
+            return PongGame._NONE
+        new = cur[changed]
+        fg = PongGame._FOREGROUND[new]
+        if fg.min() < 0:  # an index not seen before: read its colour from an RGB frame
+            PongGame._FOREGROUND[cur] = pong_frame(self._ale.getScreenRGB())
+            fg = PongGame._FOREGROUND[new]
+        step = fg - self._prev[changed]
+        self._prev[changed], self._seen[changed] = fg, new
+        keep = step.nonzero()[0]
+        return changed[keep], step[keep].astype(np.float32)
+
+    def outside_input(self, observation: np.ndarray, prev: np.ndarray | None) -> tuple:
+        """The input for a raw (210, 160, 3) frame from outside a game: the difference of its
+        :func:`pong_frame` from ``prev``, the last frame's (None on an episode's first
+        frame), and this frame's, to pass as ``prev`` next time.
+
+        Raises:
+            ValueError: if the frame's shape is not (210, 160, 3) or it holds NaN or inf.
+        """
+        self._checked(observation, (210, 160, 3))
+        cur = pong_frame(observation)
+        return sparse(cur - (cur if prev is None else prev)), cur
+
+    def env_action(self, a: int) -> int:
+        return PONG_UP if a == 0 else PONG_DOWN
+
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """Everything needed to continue this game elsewhere: for a live game, the emulator
+        state (ALE's own serialisation, no pickle), the last frame and input; with sticky
+        actions, their random stream and the action applied last."""
+        out = {"score": np.array([self.score, self.length, self.live], dtype=np.float64)}
+        if self.live:
+            state = self._ale.cloneState().serialize()
+            out["ale"] = np.frombuffer(state, dtype=np.uint8)
+            out["prev"], out["x"] = self._prev.copy(), dense(self.x, 6400).astype(np.int8)
+        if self._sticky_rng is not None:
+            out["sticky"] = np.array([*_pcg64_words(self._sticky_rng), self._applied.value],
+                                     dtype=np.uint64)  # fmt: skip
+        return out
+
+    def restore(self, snap: dict[str, np.ndarray], seed: int) -> None:
+        score, length, live = snap["score"]
+        if "ale" in snap or "sticky" in snap:
+            import ale_py
+
+            self.new_game(seed)  # the env must have been reset once before restoring
+        if "ale" in snap:
+            self._ale.restoreState(ale_py.ALEState(snap["ale"].tobytes()))
+        if "sticky" in snap:
+            self._sticky_rng = _pcg64_from_words(snap["sticky"][:-1])
+            self._applied = ale_py.Action(int(snap["sticky"][-1]))
+        if live:
+            # The palette indices of the last frame are not saved: mark them unknown, so the
+            # next step compares every pixel's foreground with the saved one.
+            self._prev[:], self._seen[...] = snap["prev"], 255
+            self.x = sparse(snap["x"])
+        self.score, self.length, self.live = float(score), int(length), bool(live)
