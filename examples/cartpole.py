@@ -10,64 +10,37 @@ the two actions; a bigger learning rate and a small network make it take seconds
 
 import sys
 import time
-from pathlib import Path
+from dataclasses import replace
 
 from pgmpi import ParallelPG, mpi
-from pgmpi.cli import ArgumentParser, positive_float, positive_int
+from pgmpi.cli import ArgumentParser, add_run_flags, add_settings, make_agent, positive_int
+from pgmpi.config import PGConfig
 
 SOLVED = 475.0  # CartPole-v1's threshold, over the last 100 episodes
+# A small network, RMSProp with a big step, one whole episode per slot (whole games are the
+# default off Pong): seconds to solve.
+SETTINGS = replace(PGConfig(), hidden_size=32, optimizer="rmsprop", learning_rate=1e-2,
+                   slots=10, steps_per_slot=1)  # fmt: skip
 
 
 def main() -> int:
     p = ArgumentParser(__doc__)
     p.add_argument(
-        "--episodes",
-        type=positive_int,
-        default=5000,
-        help="give up after this many episodes (5000)",
-    )
-    p.add_argument("--hidden-size", type=positive_int, default=32, help="hidden units (32)")
-    p.add_argument("--learning-rate", type=positive_float, default=1e-2, help="RMSProp step (1e-2)")
-    p.add_argument(
-        "--slots",
-        type=positive_int,
-        default=10,
-        help="episodes per update, over all ranks (10)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="root seed of the run (0)")
-    p.add_argument(
-        "--log-dir",
-        type=Path,
-        default=Path("runs/cartpole"),
-        help="folder for progress.csv and checkpoint.npz (runs/cartpole)",
-    )
-    p.add_argument("--quiet", action="store_true", help="print only the final line")
-    p.add_argument(
-        "--trace",
-        action="store_true",
-        help="write LOG_DIR/trace.csv: each rank's seconds per update "
-        "(python -m pgmpi.plot --timeline LOG_DIR)",
-    )
+        "--episodes", type=positive_int, default=5000,
+        help="give up after this many episodes in total (5000)",
+    )  # fmt: skip
+    add_settings(p, SETTINGS)
+    add_run_flags(p, "runs/cartpole", "update", 10)
     args = p.parse_args()
     mpi.set_deadline(args.deadline)
 
     start = time.perf_counter()
-    agent = ParallelPG(
-        env="CartPole-v1",
-        hidden_size=args.hidden_size,
-        optimizer="rmsprop",
-        learning_rate=args.learning_rate,
-        slots=args.slots,
-        steps_per_slot=1,  # with whole games (the default off Pong): one episode per slot
-        seed=args.seed,
-        log_dir=args.log_dir,
-        quiet=args.quiet,
-        trace=args.trace,
-    )
+    agent = make_agent(ParallelPG, p, args, "CartPole-v1", SETTINGS)
     agent.train(
         episodes=args.episodes,
         target_return=SOLVED,
         checkpoint_path=args.log_dir / "checkpoint.npz",
+        checkpoint_every=args.checkpoint_every,
     )
     seconds = time.perf_counter() - start
     mean100 = sum(agent.recent_returns) / max(len(agent.recent_returns), 1)

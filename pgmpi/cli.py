@@ -1,12 +1,24 @@
-"""Command-line parsing for the examples: a bad flag fails at parse time on every rank, with
-argparse's usage line and a message naming the flag printed once (by the root), and exit
-status 2, before any rank starts training."""
+"""Command-line parsing for the examples: flags built from the settings dataclasses, so no
+default is written twice, and the run options every example shares.
+
+A bad flag fails at parse time on every rank, with argparse's usage line and a message
+naming the flag printed once (by the root), and exit status 2, before any rank starts
+training.
+"""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields, replace
+from pathlib import Path
 
 from pgmpi import mpi
+from pgmpi.config import (  # noqa: F401  (the examples' flag types, re-exported)
+    fraction,
+    non_negative_float,
+    positive_float,
+    positive_int,
+)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -66,43 +78,64 @@ def warn_ignored_on_resume(args: argparse.Namespace, given: set[str], config: di
         )
 
 
-def positive_int(text: str) -> int:
-    """An int >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def add_settings(parser: argparse.ArgumentParser, defaults, label: str = "") -> None:
+    """A flag for each field of the settings dataclass ``defaults`` that has one
+    (``--hidden-size``, ``--sticky-actions/--no-sticky-actions``, ...), its help the field's
+    doc and ``defaults``' value (after ``label``, e.g. "fast preset: "). A flag not given is
+    absent from the parsed arguments: :func:`settings_given` reads those that were."""
+    for f in fields(defaults):
+        flag, doc = f.metadata.get("flag"), f.metadata.get("doc", "")
+        if flag is None:
+            continue
+        value = getattr(defaults, f.name)
+        shown = " ".join(map(str, value)) if isinstance(value, list) else value
+        kwargs = dict(f.metadata["argparse"], default=argparse.SUPPRESS)
+        if flag is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = flag
+        name = "--" + f.name.replace("_", "-")
+        parser.add_argument(name, help=f"{doc} ({label}{shown})", **kwargs)
 
 
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+def settings_given(args: argparse.Namespace, defaults) -> dict:
+    """The settings of ``defaults``' class given as flags, by name."""
+    return {f.name: getattr(args, f.name) for f in fields(defaults) if hasattr(args, f.name)}
 
 
-def positive_float(text: str) -> float:
-    """A finite float > 0."""
-    value = _number(text)
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
+def add_run_flags(parser: argparse.ArgumentParser, log_dir: str, step: str, every: int) -> None:
+    """The flags of a run that do not change its results: --log-dir, --checkpoint-every,
+    --resume, --quiet and --trace (``step``: "update" or "generation")."""
+    parser.add_argument(
+        "--log-dir", type=Path, default=Path(log_dir),
+        help=f"folder for progress.csv and checkpoint.npz ({log_dir})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--checkpoint-every", type=positive_int, default=every,
+        help=f"save a checkpoint every this many {step}s ({every})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue from LOG_DIR/checkpoint.npz: its settings win over the flags (those "
+        "ignored are named); the limits and --checkpoint-every apply",
+    )  # fmt: skip
+    parser.add_argument("--quiet", action="store_true", help="print only the final line")
+    parser.add_argument(
+        "--trace", action="store_true",
+        help=f"write LOG_DIR/trace.csv: each rank's seconds per {step} "
+        "(python -m pgmpi.plot --timeline LOG_DIR)",
+    )  # fmt: skip
 
 
-def non_negative_float(text: str) -> float:
-    """A finite float >= 0."""
-    value = _number(text)
-    if not (0 <= value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A number in [0, 1)."""
-    value = _number(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
+def make_agent(cls, parser: ArgumentParser, args: argparse.Namespace, env: str, defaults):
+    """The example's agent: with ``--resume``, ``cls.load`` from LOG_DIR/checkpoint.npz
+    (naming the settings flags it ignores); else a new one with ``defaults`` and the
+    settings flags given. Collective: every rank must call this."""
+    run = dict(log_dir=args.log_dir, quiet=args.quiet, trace=args.trace)
+    given = settings_given(args, defaults)
+    if not args.resume:
+        return cls(env=env, config=replace(defaults, **given), **run)
+    agent = cls.load(args.log_dir / "checkpoint.npz", env=env, **run)
+    extra = {"preset"} & parser.given()  # a preset flag is always ignored on resume
+    warn_ignored_on_resume(args, set(given) | extra, agent.config)
+    return agent

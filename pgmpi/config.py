@@ -1,13 +1,19 @@
-"""The algorithms' argument checks, and ParallelPG's presets.
+"""Every setting in one place: :class:`PGConfig` and :class:`GAConfig`, ParallelPG's presets,
+and the checks.
 
-A constructor gathers the first problem it finds (without raising) and hands it to
-:func:`pgmpi.mpi.agree`, which raises the same :class:`~pgmpi.mpi.ConfigError` on every rank.
+Each field of a settings dataclass carries its default, a one-line doc, how a command-line
+flag parses it and the rule a value must keep, so the examples build their flags from the
+fields and no default is written twice. A constructor gathers the first problem it finds
+(without raising) and hands it to :func:`pgmpi.mpi.agree`, which raises the same
+:class:`~pgmpi.mpi.ConfigError` on every rank.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import numbers
+from dataclasses import asdict, dataclass, field, fields, replace
 
 
 def is_int(x) -> bool:
@@ -58,49 +64,271 @@ def _int_at_least(low: int):
     return lambda v: is_int(v) and v >= low
 
 
-# ParallelPG's named settings (``ParallelPG.from_preset``, ``examples/pong.py --preset``); the
-# constructor's defaults are "fast".
+# -- What a command-line flag accepts (argparse types; the examples' flags use them) --------
+
+
+def positive_int(text: str) -> int:
+    """An int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    """A finite float > 0."""
+    value = _number(text)
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite float >= 0."""
+    value = _number(text)
+    if not (0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A number in [0, 1)."""
+    value = _number(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def setting(default, doc: str, flag=None, rule=None, expected: str = "", **argparse_kwargs):
+    """A settings field: its default, a one-line doc (the flag's help), how a flag parses
+    it (an argparse type, ``bool`` for an on/off flag, or None for no flag), and the rule a
+    value must keep, with what it must be (the :class:`ConfigError` message)."""
+    meta = dict(doc=doc, flag=flag, rule=rule, expected=expected, argparse=argparse_kwargs)
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+# ALE v5's own limit, 108,000 frames at frameskip 4, so Pong is unchanged; for envs without
+# a time limit it stops a good policy playing one game (and filling memory) forever.
+MAX_EPISODE_STEPS = 27_000
+
+
+class Settings:
+    """What the settings dataclasses share: their check and their dict."""
+
+    def problem(self) -> str | None:
+        """The message for the first field that breaks its rule, or None."""
+        return first_problem([
+            (f.metadata["rule"](getattr(self, f.name)), f.name, getattr(self, f.name),
+             f.metadata["expected"])
+            for f in fields(self) if f.metadata.get("rule") is not None
+        ])  # fmt: skip
+
+    def as_dict(self) -> dict:
+        """The settings by name, as JSON keeps them (lists, not tuples)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def unknown_problem(cls, names) -> str | None:
+        """The message for names that are not settings of this class, or None."""
+        unknown = sorted(set(names) - {f.name for f in fields(cls)})
+        if not unknown:
+            return None
+        return f"unknown setting(s) {unknown}; {cls.__name__} has: " + ", ".join(
+            f.name for f in fields(cls)
+        )
+
+
+@dataclass(frozen=True)
+class PGConfig(Settings):
+    """The settings that define a ParallelPG run (with its env): the defaults are the "fast"
+    preset. Kept in checkpoints and agreed by every rank."""
+
+    hidden_size: int = setting(
+        200,
+        "hidden units of the two-layer network (200 in the post)",
+        positive_int,
+        _int_at_least(1),
+        "an int >= 1",
+    )
+    optimizer: str = setting(
+        "adam",
+        "'adam' or 'rmsprop' (the post's), both ascending",
+        str,
+        lambda v: v in ("adam", "rmsprop"),
+        "'adam' or 'rmsprop'",
+        choices=["adam", "rmsprop"],
+    )
+    learning_rate: float = setting(
+        2e-3,
+        "step size; with batch_gradient 'mean' it is for 16 slots, scaled by "
+        "sqrt(slots / 16) for more",
+        positive_float,
+        lambda v: is_real(v) and v > 0,
+        "> 0",
+    )
+    decay_rate: float = setting(
+        0.99,
+        "RMSProp decay of the squared-gradient average",
+        fraction,
+        lambda v: is_real(v) and 0 <= v < 1,
+        "in [0, 1)",
+    )
+    gamma: float = setting(
+        0.99, "discount factor", None, lambda v: is_real(v) and 0 < v <= 1, "in (0, 1]"
+    )
+    slots: int | None = setting(
+        None,
+        "games played at once, over all ranks (default: the smallest multiple of the "
+        "rank count >= 16); fix it to get the same result on any rank count",
+        positive_int,
+        lambda v: v is None or _int_at_least(1)(v),
+        "None or an int >= 1",
+    )
+    steps_per_slot: int = setting(
+        512,
+        "agent steps each game plays per update (then, with whole_games, on to the end "
+        "of a game; else the steps of a rally still open carry over)",
+        positive_int,
+        _int_at_least(1),
+        "an int >= 1",
+    )
+    whole_games: bool | None = setting(
+        None,
+        "play every game to its end before an update (None: not for Pong, whose games "
+        "can be saved mid-way; yes for other envs)",
+        None,
+        lambda v: v in (None, True, False),
+        "None, True or False",
+    )
+    batch_gradient: str = setting(
+        "mean",
+        "'mean' over slots, or 'sum' (the post's)",
+        None,
+        lambda v: v in ("mean", "sum"),
+        "'mean' or 'sum'",
+    )
+    sticky_actions: bool = setting(
+        False,
+        "train Pong with ALE v5's sticky actions (repeat probability 0.25)",
+        bool,
+        lambda v: v in (True, False),
+        "True or False",
+    )
+    max_episode_steps: int = setting(
+        MAX_EPISODE_STEPS,
+        "a game that reaches this many agent steps ends, truncated",
+        None,
+        _int_at_least(1),
+        "an int >= 1",
+    )
+    seed: int = setting(
+        0, "root seed of every random stream in the run", int, _int_at_least(0), "an int >= 0"
+    )
+    exact_reduction: bool = setting(
+        True,
+        "exact fixed-point gradient sums, alike on any rank count (False: float32)",
+        None,
+        lambda v: v in (True, False),
+        "True or False",
+    )
+
+
+# ParallelPG's named settings (``ParallelPG.from_preset``, ``examples/pong.py --preset``).
 PRESETS = {
     # The defaults: Adam on the mean over slots of time-boxed pieces of play.
-    "fast": dict(optimizer="adam", learning_rate=2e-3, slots=None, steps_per_slot=512,
-                 whole_games=None, batch_gradient="mean"),
+    "fast": PGConfig(),
     # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4.
-    "karpathy": dict(optimizer="rmsprop", learning_rate=1e-4, decay_rate=0.99, slots=10,
-                     steps_per_slot=1, whole_games=True, batch_gradient="sum"),
+    "karpathy": replace(PGConfig(), optimizer="rmsprop", learning_rate=1e-4, slots=10,
+                        steps_per_slot=1, whole_games=True, batch_gradient="sum"),
 }  # fmt: skip
 
-# The constructor arguments that define a ParallelPG run, with its env: its ``config``, kept in
-# checkpoints and agreed by every rank (the others: log_dir, blas_threads, quiet, trace).
-PG_SETTINGS = (
-    "hidden_size", "optimizer", "learning_rate", "decay_rate", "gamma", "slots",
-    "steps_per_slot", "whole_games", "batch_gradient", "sticky_actions", "max_episode_steps",
-    "seed", "exact_reduction",
-)  # fmt: skip
 
-# ParallelPG's constructor arguments: (is the value fine?, what it must be).
-PG_RULES = {
-    "hidden_size": (_int_at_least(1), "an int >= 1"),
-    "optimizer": (lambda v: v in ("adam", "rmsprop"), "'adam' or 'rmsprop'"),
-    "learning_rate": (lambda v: is_real(v) and v > 0, "> 0"),
-    "decay_rate": (lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)"),
-    "gamma": (lambda v: is_real(v) and 0 < v <= 1, "in (0, 1]"),
-    "sticky_actions": (lambda v: v in (True, False), "True or False"),
-    "slots": (lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1"),
-    "steps_per_slot": (_int_at_least(1), "an int >= 1"),
-    "max_episode_steps": (_int_at_least(1), "an int >= 1"),
-    "whole_games": (lambda v: v in (None, True, False), "None, True or False"),
-    "batch_gradient": (lambda v: v in ("mean", "sum"), "'mean' or 'sum'"),
-    "seed": (_int_at_least(0), "an int >= 0"),
+def pruning_problem(population_size, elite_fraction, prune_rate, seed) -> str | None:
+    """The first problem with a pruning GA's selection settings, or None."""
+    P, f, r = population_size, elite_fraction, prune_rate
+    ok_p, ok_f = is_int(P) and P >= 2, is_real(f) and 0 < f < 1
+    child = f"small enough to leave a child in a population of {P}"
+    return first_problem([
+        (ok_p, "population_size", P, "an int >= 2"),
+        (ok_f, "elite_fraction", f, "in (0, 1)"),
+        (not (ok_p and ok_f) or math.ceil(f * P - 1e-9) < P, "elite_fraction", f, child),
+        (is_real(r) and 0 <= r < 1, "prune_rate", r, "in [0, 1)"),
+        (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
+    ])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GAConfig(Settings):
+    """The settings that define a PrunedGA run (with its env), as in the synaptolytic-learning
+    project's defaults. Kept in checkpoints and agreed by every rank."""
+
+    hidden_sizes: list = setting(
+        [32],
+        "units of each tanh hidden layer ([32] in the original)",
+        positive_int,
+        lambda h: isinstance(h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h),
+        "a list of ints >= 1",
+        nargs="+",
+    )
+    population_size: int = setting(128, "individuals per generation", positive_int)
+    episodes_per_individual: int = setting(
+        8,
+        "episodes averaged into each fitness (8 in the original)",
+        positive_int,
+        _int_at_least(1),
+        "an int >= 1",
+    )
+    elite_fraction: float = setting(0.125, "share of a generation kept unchanged", fraction)
+    prune_rate: float = setting(
+        0.25, "pruning probability of generation 0; later rates adapt", fraction
+    )
+    complexity_weight: float = setting(
+        1.0,
+        "fitness penalty per fraction of connections kept (1 in the original)",
+        float,
+        lambda v: is_real(v) and v >= 0,
+        "a number >= 0",
+    )
+    max_episode_steps: int = setting(
+        MAX_EPISODE_STEPS,
+        "an episode that reaches this many steps ends there, truncated",
+        None,
+        _int_at_least(1),
+        "an int >= 1",
+    )
+    seed: int = setting(0, "root seed of every random stream in the run", int)
+
+    def problem(self) -> str | None:
+        return (
+            pruning_problem(self.population_size, self.elite_fraction, self.prune_rate, self.seed)
+            or super().problem()
+        )
+
+
+# The options of a run that do not change its results (not kept in checkpoints).
+RUN_RULES = {
     "blas_threads": (lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1"),
     "trace": (lambda v: v in (True, False), "True or False"),
+    "quiet": (lambda v: v in (True, False), "True or False"),
 }
 
 
-def pg_problem(arguments: dict) -> str | None:
-    """The first problem with ParallelPG's constructor arguments, given by name (other
-    names, such as ``self``, are ignored), or None."""
-    problem = rules_problem(arguments, PG_RULES)
-    if problem is None and arguments["trace"] and arguments["log_dir"] is None:
+def run_problem(log_dir, blas_threads, quiet, trace) -> str | None:
+    """The first problem with an algorithm's run options, or None."""
+    problem = rules_problem(dict(blas_threads=blas_threads, quiet=quiet, trace=trace), RUN_RULES)
+    if problem is None and trace and log_dir is None:
         problem = "trace=True needs a log_dir to write to"
     return problem
 

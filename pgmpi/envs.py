@@ -16,9 +16,6 @@ import numpy as np
 from pgmpi.networks import sparse
 
 PONG_ID = "ALE/Pong-v5"
-# ALE v5's own limit, 108,000 frames at frameskip 4, so Pong is unchanged; for envs without
-# a time limit it stops a good policy playing one game (and filling memory) forever.
-MAX_EPISODE_STEPS = 27_000
 
 
 def make_gym(env: str | Callable, **kwargs):

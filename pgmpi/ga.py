@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, threads
-from pgmpi.config import first_problem, is_int, is_real
+from pgmpi.config import GAConfig, first_problem, is_int, run_problem
 from pgmpi.envs import make_gym
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
@@ -56,19 +57,12 @@ class PrunedGA:
             observation and a discrete action space (argmax output) or a bounded 1-D box one
             (tanh output, stretched onto the bounds unless they are [-1, 1]). A new env is
             made for each individual.
-        hidden_sizes: units of each tanh hidden layer ([32] in the original).
-        population_size: individuals per generation.
-        episodes_per_individual: episodes averaged into each fitness (8 in the original).
-        elite_fraction: share of a generation kept unchanged (0.125).
-        prune_rate: pruning probability of generation 0 (0.25); later rates adapt.
-        complexity_weight: weight of the connections-kept penalty (1 in the original).
-        max_episode_steps: an episode that reaches this many steps ends there, truncated
-            (envs without a time limit would otherwise run forever).
-        seed: root seed of every random stream in the run.
+        config: the settings to start from (default ``GAConfig()``);
+            :class:`pgmpi.config.GAConfig` documents each one and its default.
+        settings: any :class:`~pgmpi.config.GAConfig` field by name (``hidden_sizes``,
+            ``population_size``, ``seed``, ...), replacing ``config``'s value.
         log_dir: folder for ``progress.csv``; None to print only.
-        blas_threads: BLAS threads per rank; None: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK,
-            else the affinity mask, else cores per node / ranks per node
-            (:func:`pgmpi.threads.default_threads`).
+        blas_threads: BLAS threads per rank; None: :func:`pgmpi.threads.default_threads`.
         quiet: print nothing (the CSV is still written).
         trace: also write ``log_dir/trace.csv`` as ParallelPG does, one row per generation
             (``update`` = generations done) and rank: ``play_s`` is the rank's evaluation,
@@ -76,6 +70,7 @@ class PrunedGA:
             one small gather per generation when on.
 
     Attributes:
+        config: the run's settings as a dict (``env`` and every GAConfig field).
         optimizer: the :class:`PruningOptimizer`, identical on every rank.
         net: the :class:`~pgmpi.networks.PrunedNetwork` layer layout.
 
@@ -92,73 +87,38 @@ class PrunedGA:
         self,
         *,
         env: str | Callable = "CartPole-v1",
-        hidden_sizes: tuple[int, ...] | list[int] = (32,),
-        population_size: int = 128,
-        episodes_per_individual: int = 8,
-        elite_fraction: float = 0.125,
-        prune_rate: float = 0.25,
-        complexity_weight: float = 1.0,
-        max_episode_steps: int = 27_000,
-        seed: int = 0,
+        config: GAConfig | None = None,
         log_dir: str | Path | None = None,
         blas_threads: int | None = None,
         quiet: bool = False,
         trace: bool = False,
+        **settings,
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
-        h, E, w, b = hidden_sizes, episodes_per_individual, complexity_weight, blas_threads
-        ok_h = isinstance(h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h)
-        problem = mpi.launcher_problem()  # before anything is made or written
-        problem = problem or PruningOptimizer.check(
-            population_size, elite_fraction, prune_rate, seed
-        )
-        problem = problem or first_problem(
-            [
-                (ok_h, "hidden_sizes", h, "a list of ints >= 1"),
-                (is_int(E) and E >= 1, "episodes_per_individual", E, "an int >= 1"),
-                (is_real(w) and w >= 0, "complexity_weight", w, "a number >= 0"),
-                (
-                    is_int(max_episode_steps) and max_episode_steps >= 1,
-                    "max_episode_steps",
-                    max_episode_steps,
-                    "an int >= 1",
-                ),
-                (b is None or (is_int(b) and b >= 1), "blas_threads", b, "None or an int >= 1"),
-                (trace in (True, False), "trace", trace, "True or False"),
-                (not trace or log_dir is not None, "trace", trace, "with a log_dir to write to"),
-            ]
-        )
+        problem = mpi.launcher_problem() or GAConfig.unknown_problem(settings)
+        cfg = replace(config or GAConfig(), **settings) if problem is None else GAConfig()
+        problem = problem or cfg.problem() or run_problem(log_dir, blas_threads, quiet, trace)
         name = env if isinstance(env, str) else "custom"
         if problem is None:
             try:
                 name, sizes = self._spaces(env)
             except Exception as e:  # any failure to make the env is the user's input
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
-        self.config = dict(
-            env=name,
-            hidden_sizes=list(h) if ok_h else h,
-            population_size=population_size,
-            episodes_per_individual=E,
-            elite_fraction=elite_fraction,
-            prune_rate=prune_rate,
-            complexity_weight=w,
-            max_episode_steps=max_episode_steps,
-            seed=seed,
-        )
+        self.config = {"env": name} | cfg.as_dict()
         # trace is agreed too: with it on, every rank joins one more gather per generation
         settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
         mpi.agree(settings, problem)
         self.log_dir, self.quiet, self._env, self.trace = log_dir, quiet, env, trace
         self.blas = threads.cap_blas_threads(blas_threads)
-        self.net = PrunedNetwork((sizes[0], *h, sizes[1]), discrete=sizes[2])
+        self.net = PrunedNetwork((sizes[0], *cfg.hidden_sizes, sizes[1]), discrete=sizes[2])
         self._bounds = sizes[3]
         self.optimizer = PruningOptimizer(
-            self.net.n_weights, population_size=population_size, elite_fraction=elite_fraction,
-            prune_rate=prune_rate, seed=seed,
+            self.net.n_weights, population_size=cfg.population_size,
+            elite_fraction=cfg.elite_fraction, prune_rate=cfg.prune_rate, seed=cfg.seed,
         )  # fmt: skip
         self.steps, self._evaluations = 0, 0
         self._header = f"layers {self.net.sizes}, {self.net.n_weights} connections"
-        self.last_steps = np.zeros(population_size)  # each individual's steps, last generation
+        self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
 
     @staticmethod
     def _spaces(env):

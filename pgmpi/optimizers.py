@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from pgmpi import rng
-from pgmpi.config import first_problem, is_int, is_real
+from pgmpi.config import GAConfig, pruning_problem
 
 MUTATION_RATE_RANGE = (0.001, 0.125)  # clip range of the adaptive rate, as in the original
 CHUNK = 1 << 16  # elements per pass of a step: its temporaries stay in the CPU's cache
@@ -118,11 +118,11 @@ class PruningOptimizer:
         n_weights: int,
         *,
         population_size: int,
-        elite_fraction: float = 0.125,
-        prune_rate: float = 0.25,
+        elite_fraction: float = GAConfig.elite_fraction,
+        prune_rate: float = GAConfig.prune_rate,
         seed: int = 0,
     ):
-        problem = self.check(population_size, elite_fraction, prune_rate, seed)
+        problem = pruning_problem(population_size, elite_fraction, prune_rate, seed)
         if problem is not None:
             raise ValueError(problem)
         self.seed, self.n_elites = seed, math.ceil(elite_fraction * population_size - 1e-9)
@@ -132,22 +132,6 @@ class PruningOptimizer:
         self.parents = np.full(population_size, -1, dtype=np.int64)
         self.best_mask, self.best_fitness = np.zeros(n_weights, dtype=bool), -np.inf
         self.fitness_history: list[np.ndarray] = []
-
-    @staticmethod
-    def check(population_size, elite_fraction, prune_rate, seed) -> str | None:
-        """The first problem with these arguments, or None."""
-        P, f, r = population_size, elite_fraction, prune_rate
-        ok_p, ok_f = is_int(P) and P >= 2, is_real(f) and 0 < f < 1
-        child = f"small enough to leave a child in a population of {P}"
-        return first_problem(
-            [
-                (ok_p, "population_size", P, "an int >= 2"),
-                (ok_f, "elite_fraction", f, "in (0, 1)"),
-                (not (ok_p and ok_f) or math.ceil(f * P - 1e-9) < P, "elite_fraction", f, child),
-                (is_real(r) and 0 <= r < 1, "prune_rate", r, "in [0, 1)"),
-                (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
-            ]
-        )
 
     def ask(self) -> np.ndarray:
         """The masks to evaluate: bool (P, W), read-only."""

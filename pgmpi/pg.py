@@ -18,14 +18,15 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import EVALUATE_RULES, PG_SETTINGS, PRESETS, pg_problem, rules_problem
-from pgmpi.envs import MAX_EPISODE_STEPS, PONG_ID
+from pgmpi.config import EVALUATE_RULES, PRESETS, PGConfig, is_int, rules_problem, run_problem
+from pgmpi.envs import PONG_ID
 from pgmpi.logger import log_update, pg_details, progress_line
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
@@ -58,27 +59,18 @@ class ParallelPG:
     Args:
         env: a gymnasium env id or a zero-argument env factory; Pong (``"ALE/Pong-v5"``) is
             played from pixels, other envs need a discrete action space and 1-D box inputs.
-        hidden_size: hidden units of the two-layer network (200 in the post).
-        optimizer: ``"adam"`` or ``"rmsprop"`` (the post's), both ascending.
-        learning_rate: step size; with ``batch_gradient="mean"`` it is for 16 slots and is
-            scaled by sqrt(slots / 16) for more (the square-root rule for large batches).
-        decay_rate: RMSProp decay of the squared-gradient average, in [0, 1).
-        gamma: discount factor, in (0, 1].
-        slots: games played at once, over all ranks; None: the smallest multiple of the rank
-            count >= 16. Fix it to get the same result on any rank count.
-        steps_per_slot: agent steps each game plays per update (then, with ``whole_games``,
-            on to the end of a game; else the steps of a rally still open carry over).
-        whole_games: True, False (Pong only), or None: False for Pong, True for other envs.
-        batch_gradient: ``"mean"`` over slots, or ``"sum"`` (the post's).
-        sticky_actions: train Pong with ALE v5's sticky actions (repeat probability 0.25).
-        max_episode_steps: a game that reaches this many agent steps ends, truncated, in
-            training and evaluation (counted in ``charts/capped_games``).
-        seed: root seed of every random stream in the run.
-        exact_reduction: exact fixed-point gradient sums, alike on any rank count; False: float32.
+        config: the settings to start from (default ``PGConfig()``, the "fast" preset);
+            :class:`pgmpi.config.PGConfig` documents each one and its default.
+        settings: any :class:`~pgmpi.config.PGConfig` field by name (``hidden_size``,
+            ``learning_rate``, ``slots``, ``seed``, ...), replacing ``config``'s value.
         log_dir: folder for ``progress.csv``; None to print only.
         blas_threads: BLAS threads per rank; None: :func:`pgmpi.threads.default_threads`.
         quiet: print nothing (the CSV is still written).
         trace: write each rank's seconds per update phase to ``log_dir/trace.csv`` (needs log_dir).
+
+    Attributes:
+        config: the run's settings as a dict (``env`` and every PGConfig field, ``slots``
+            and ``whole_games`` resolved): what every rank agreed on and checkpoints keep.
 
     Raises:
         ConfigError (a ValueError): on every rank, naming the bad value, if an argument is
@@ -93,49 +85,42 @@ class ParallelPG:
         self,
         *,
         env: str | Callable = PONG_ID,
-        hidden_size: int = 200,
-        optimizer: str = PRESETS["fast"]["optimizer"],
-        learning_rate: float = PRESETS["fast"]["learning_rate"],
-        decay_rate: float = 0.99,
-        gamma: float = 0.99,
-        slots: int | None = PRESETS["fast"]["slots"],
-        steps_per_slot: int = PRESETS["fast"]["steps_per_slot"],
-        whole_games: bool | None = PRESETS["fast"]["whole_games"],
-        batch_gradient: str = PRESETS["fast"]["batch_gradient"],
-        sticky_actions: bool = False,
-        max_episode_steps: int = MAX_EPISODE_STEPS,
-        seed: int = 0,
-        exact_reduction: bool = True,
+        config: PGConfig | None = None,
         log_dir: str | Path | None = None,
         blas_threads: int | None = None,
         quiet: bool = False,
         trace: bool = False,
+        **settings,
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
         n = mpi.size()
         # The launch is checked first: nothing is made or written in a mismatched one.
-        problem = mpi.launcher_problem() or pg_problem(locals())
-        slots_note = "set" if slots is not None else f"default for {n} ranks"
-        slots = slots if slots is not None else n * math.ceil(REFERENCE_SLOTS / n)
+        problem = mpi.launcher_problem() or PGConfig.unknown_problem(settings)
+        cfg = replace(config or PGConfig(), **settings) if problem is None else PGConfig()
+        problem = problem or cfg.problem() or run_problem(log_dir, blas_threads, quiet, trace)
+        slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
+        slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
-        self.games, probe = {}, None
+        self.games, probe, whole_games = {}, None, cfg.whole_games
         if problem is None:  # every rank makes one game at least, to check the env
             self.games, probe, whole_games, problem = rollout.make_games(
-                env, self.mine, sticky_actions, max_episode_steps, whole_games
+                env, self.mine, cfg.sticky_actions, cfg.max_episode_steps, whole_games
             )
-        arguments = locals()  # as given, but slots and whole_games as resolved above
+        cfg = replace(cfg, slots=slots, whole_games=whole_games)
         named = env if isinstance(env, str) else getattr(probe, "env_id", "custom")
-        self.config = {"env": named} | {k: arguments[k] for k in PG_SETTINGS}
+        self.config = {"env": named} | cfg.as_dict()
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
         self.probe, self.log_dir, self.quiet, self.trace = probe, log_dir, quiet, trace
         self._make_env = env  # the id or factory itself: evaluation plays the same env
         self.blas = threads.cap_blas_threads(blas_threads)
-        init, bernoulli = rng.stream(seed, rng.INIT), probe.is_pong  # Pong: one up/down logit
-        self.net = TwoLayerPolicy(probe.n_inputs, hidden_size, probe.n_actions, init, bernoulli)
-        scale = math.sqrt(slots / REFERENCE_SLOTS) if batch_gradient == "mean" else 1.0
-        self.learning_rate = lr = learning_rate * max(scale, 1.0)
+        init, bernoulli = rng.stream(cfg.seed, rng.INIT), probe.is_pong  # Pong: one up/down logit
+        self.net = TwoLayerPolicy(probe.n_inputs, cfg.hidden_size, probe.n_actions, init, bernoulli)
+        scale = math.sqrt(slots / REFERENCE_SLOTS) if cfg.batch_gradient == "mean" else 1.0
+        self.learning_rate = lr = cfg.learning_rate * max(scale, 1.0)
         size = self.net.params.size
-        self.optimizer = Adam(size, lr) if optimizer == "adam" else RMSProp(size, lr, decay_rate)
+        self.optimizer = (
+            Adam(size, lr) if cfg.optimizer == "adam" else RMSProp(size, lr, cfg.decay_rate)
+        )
         self.update, self.episodes, self.steps, self._evaluations = 0, 0, 0, 0
         self.running_reward, self._act_prev = None, None  # no game finished, no frame seen yet
         self.recent_returns, self.open_rallies = deque(maxlen=100), rollout.OpenRallies()
@@ -296,4 +281,4 @@ class ParallelPG:
         ``kwargs`` may replace. Collective: every rank must call this."""
         if name not in PRESETS:  # the same on every rank, so the same error on every rank
             raise mpi.ConfigError(f"no preset {name!r}; presets: {', '.join(PRESETS)}")
-        return cls(**dict(PRESETS[name], **kwargs))
+        return cls(config=PRESETS[name], **kwargs)
