@@ -12,10 +12,10 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
-from launch import holding_log_dir
 
 from pgmpi import ConfigError, ParallelPG, PrunedGA, checkpoint
 from pgmpi.logger import Logger, lock_log_dir
+from tests.helpers.launch import holding_log_dir
 
 
 def _cartpole(**kw):

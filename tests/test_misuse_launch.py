@@ -11,9 +11,9 @@ import signal
 import time
 
 import pytest
-from launch import holding_log_dir, run_mpi, started_mpi, wait_for
 
 from pgmpi import ParallelPG, PrunedGA, checkpoint
+from tests.helpers.launch import holding_log_dir, run_mpi, started_mpi, wait_for
 
 pytestmark = pytest.mark.launcher
 PONG = ["examples/pong.py", "--preset", "karpathy", "--slots", "2", "--hidden-size", "8"]
