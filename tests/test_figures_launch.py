@@ -5,7 +5,8 @@ import subprocess
 import sys
 
 import pytest
-from launch import ROOT
+
+from tests.helpers.launch import ROOT
 
 pytestmark = pytest.mark.launcher
 PNG = b"\x89PNG\r\n\x1a\n"

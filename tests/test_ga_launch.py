@@ -4,7 +4,8 @@ import csv
 
 import numpy as np
 import pytest
-from launch import run_mpi
+
+from tests.helpers.launch import run_mpi
 
 pytestmark = pytest.mark.launcher
 

@@ -14,10 +14,17 @@ import time
 
 import numpy as np
 import pytest
-from launch import run_mpi
-from launch_hosts import HOSTS, link_bytes, run_hosts, start_hosts, two_hosts, unavailable
 
 from pgmpi import ParallelPG
+from tests.helpers.launch import run_mpi
+from tests.helpers.launch_hosts import (
+    HOSTS,
+    link_bytes,
+    run_hosts,
+    start_hosts,
+    two_hosts,
+    unavailable,
+)
 
 WHY = unavailable()
 if WHY is not None:  # printed as well as listed by -rs, so a CI log shows it

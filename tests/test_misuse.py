@@ -1,4 +1,4 @@
-"""Tier 1, single process: what a new user hits on one machine (issue 8, item 7).
+"""Tier 1, single process: what a new user hits on one machine, each refused or handled cleanly.
 
 Bad limits and arguments, limits already reached, observations of the wrong shape, log dirs
 that are files or held by another run, games that never end, checkpoints of another env.
@@ -12,10 +12,10 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
-from launch import holding_log_dir
 
 from pgmpi import ConfigError, ParallelPG, PrunedGA, checkpoint
 from pgmpi.logger import Logger, lock_log_dir
+from tests.helpers.launch import holding_log_dir
 
 
 def _cartpole(**kw):

@@ -1,4 +1,4 @@
-"""Tier 3: what a new user hits with the examples under mpirun -n 2 (issue 8, item 7).
+"""Tier 3: what a new user hits with the examples on 2 ranks, each refused or handled cleanly.
 
 Ctrl-C saves a checkpoint at an update boundary; --resume refuses another env's checkpoint
 and names the flags it ignores; a log dir that is a file or held by another run is one clear
@@ -11,9 +11,9 @@ import signal
 import time
 
 import pytest
-from launch import holding_log_dir, run_mpi, started_mpi, wait_for
 
 from pgmpi import ParallelPG, PrunedGA, checkpoint
+from tests.helpers.launch import holding_log_dir, run_mpi, started_mpi, wait_for
 
 pytestmark = pytest.mark.launcher
 PONG = ["examples/pong.py", "--preset", "karpathy", "--slots", "2", "--hidden-size", "8"]

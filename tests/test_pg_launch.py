@@ -9,9 +9,9 @@ import time
 
 import numpy as np
 import pytest
-from launch import run_mpi, started_mpi, wait_for
 
 from pgmpi import ParallelPG
+from tests.helpers.launch import run_mpi, started_mpi, wait_for
 
 pytestmark = pytest.mark.launcher
 SCRIPT = "tests/scripts/pg_run.py"

@@ -8,7 +8,8 @@ import re
 import time
 
 import pytest
-from launch import run_mpi
+
+from tests.helpers.launch import run_mpi
 
 pytestmark = pytest.mark.launcher
 SCRIPT = "tests/scripts/late_rank.py"

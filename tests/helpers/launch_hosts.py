@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from launch import ROOT, mpirun
+from tests.helpers.launch import ROOT, mpirun
 
 SCRIPT = ROOT / "tests" / "hosts" / "twohosts.sh"
 # The script's defaults; PGMPI_HOSTS_PREFIX and PGMPI_HOSTS_NET move both, so two checkouts

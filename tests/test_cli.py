@@ -1,0 +1,28 @@
+"""Tier 1: the command-line argument types (pgmpi/cli.py)."""
+
+import argparse
+
+import pytest
+
+from pgmpi import cli
+
+
+@pytest.mark.parametrize(
+    "parse, text, ok",
+    [
+        (cli.positive_int, "3", 3),
+        (cli.positive_int, "0", None),
+        (cli.positive_int, "x", None),
+        (cli.positive_float, "0.5", 0.5),
+        (cli.positive_float, "-1", None),
+        (cli.positive_float, "inf", None),
+        (cli.fraction, "0", 0.0),
+        (cli.fraction, "1", None),
+    ],
+)
+def test_command_line_types(parse, text, ok):
+    if ok is None:
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse(text)
+    else:
+        assert parse(text) == ok

@@ -1,0 +1,67 @@
+"""Tier 1: the numpy policy network (pgmpi/networks.py): its gradient against finite
+differences, and batched forward passes against one game at a time."""
+
+import numpy as np
+import pytest
+
+from pgmpi.networks import TwoLayerPolicy, sparse
+
+
+def _logp_objective(W1, W2, X, actions, adv, bernoulli):
+    """sum_t adv_t * log pi(a_t | x_t) in float64, written independently of networks.py."""
+    h = np.maximum(X @ W1, 0.0)
+    logits = h @ W2
+    if bernoulli:
+        p_up = 1.0 / (1.0 + np.exp(-logits[:, 0]))
+        logp = np.where(actions == 0, np.log(p_up), np.log(1.0 - p_up))
+    else:
+        z = logits - logits.max(axis=1, keepdims=True)
+        logp = z[np.arange(len(actions)), actions] - np.log(np.exp(z).sum(axis=1))
+    return float((adv * logp).sum())
+
+
+@pytest.mark.parametrize("bernoulli", [True, False])
+def test_gradient_matches_finite_differences(bernoulli):
+    rng = np.random.default_rng(1)
+    n_actions = 2 if bernoulli else 3
+    net = TwoLayerPolicy(7, 5, n_actions, rng, bernoulli=bernoulli)
+    T = 9
+    X = rng.standard_normal((T, 7)).astype(np.float32) * (rng.random((T, 7)) < 0.5)
+    adv = rng.standard_normal(T)
+    caches, dls, actions = [], [], []
+    for t in range(T):
+        probs, (cache,) = net.forward([sparse(X[t])])
+        a = int(rng.integers(n_actions))
+        caches.append(cache), dls.append(net.dlogits(probs, [a])[0] * adv[t]), actions.append(a)
+    grad = net.flat(*net.gradient(caches, np.array(dls, dtype=np.float32)))
+    theta = net.params.astype(np.float64)
+    d, hdim, k = 7, 5, net.n_logits
+
+    def f(th):
+        return _logp_objective(
+            th[: d * hdim].reshape(d, hdim),
+            th[d * hdim :].reshape(hdim, k),
+            X.astype(np.float64),
+            np.array(actions),
+            adv,
+            bernoulli,
+        )
+
+    eps = 1e-6
+    numeric = np.array(
+        [(f(theta + eps * e) - f(theta - eps * e)) / (2 * eps) for e in np.eye(theta.size)]
+    )
+    np.testing.assert_allclose(grad, numeric, rtol=2e-3, atol=2e-4)
+
+
+def test_batched_forward_gives_each_game_the_bits_it_gets_alone():
+    rng = np.random.default_rng(4)
+    net = TwoLayerPolicy(50, 8, 2, rng, bernoulli=True)
+    xs = [(rng.integers(-1, 2, 50) * (rng.random(50) < 0.2)).astype(np.int8) for _ in range(5)]
+    xs[2][:] = 0  # a first frame: no pixel set
+    xs = [sparse(x) for x in xs]
+    together, caches = net.forward(xs)
+    for x, row, cache in zip(xs, together, caches, strict=True):
+        alone, (single,) = net.forward([x])
+        assert alone[0].tobytes() == row.tobytes()
+        assert single[2].tobytes() == cache[2].tobytes()
