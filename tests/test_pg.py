@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, NonFiniteError, ParallelPG, rollout
-from pgmpi.pg import PRESETS, discounted_returns, standardise
+from pgmpi.config import PRESETS
+from pgmpi.pg import discounted_returns, standardise
 
 
 def test_discounted_returns_plain_and_with_pong_reset():
@@ -76,7 +77,7 @@ def test_karpathy_preset_is_the_posts_update(monkeypatch):
     """One update of the preset equals the post's formula, recomputed densely in float64 from
     the recorded games: the sum over 10 whole games of each game's gradient, with returns
     restarting at every point and standardised per game, then one RMSProp step."""
-    assert PRESETS["karpathy"]["slots"] == 10 and PRESETS["karpathy"]["whole_games"]
+    assert PRESETS["karpathy"].slots == 10 and PRESETS["karpathy"].whole_games
     agent = ParallelPG.from_preset("karpathy", hidden_size=6, seed=1, quiet=True)
     recorded, play = [], rollout.play  # keep what the real games played
     monkeypatch.setattr(rollout, "play", lambda *a, **k: recorded.extend(play(*a, **k)) or recorded)
