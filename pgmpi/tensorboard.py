@@ -28,8 +28,10 @@ class ScalarWriter:
     Args:
         log_dir: folder for the event file (``events.out.tfevents.*``; made if missing).
             Give each run its own folder: TensorBoard names a run by its folder.
-        flush_secs: most seconds an event waits in memory before it is on disk (tensorboardX
-            writes from a background thread); :meth:`close` writes what is left.
+        flush_secs: most seconds a scalar waits in memory before it is on disk, where
+            TensorBoard sees it: tensorboardX writes from a background thread, and its own
+            ``flush`` does not wait for that thread, so there is none here; :meth:`close`
+            writes everything left.
 
     Raises:
         ImportError: naming the extra to install, if tensorboardX is missing.
@@ -72,10 +74,6 @@ class ScalarWriter:
                 self._writer.add_scalar(str(key), value, int(step))
                 written += 1
         return written
-
-    def flush(self) -> None:
-        """Put every scalar written so far on disk."""
-        self._writer.flush()
 
     def close(self) -> None:
         """Put every scalar on disk and close the event file; later writes are lost."""
