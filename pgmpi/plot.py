@@ -3,12 +3,13 @@ by side: ``python -m pgmpi.plot RUN RUN ... [--x X] [--out FILE.png]``, or one r
 timeline: ``python -m pgmpi.plot --timeline LOG_DIR [--out FILE.png] [--last N]``.
 
 The first draws every ``charts/`` column of ``progress.csv`` against the episode (or
-generation) count, one panel each (default ``LOG_DIR/progress.png``). The second draws the
-main curves of several runs on one figure, one line per run labelled by its folder name
-(default ``compare.png`` in the current folder): for ParallelPG, the mean return of the
-last 100 games and the running reward; for PrunedGA, the best and the mean fitness; against
-steps (generations if every run is a GA) and against minutes of training, or against the
-one axis ``--x`` names. The third draws
+generation) count, or ``--x``, one panel each (default ``LOG_DIR/progress.png``). The
+second draws the main curves of several runs on one figure, one line per run labelled by
+its folder name (default ``compare.png`` in the current folder): for ParallelPG the mean
+return of the last 100 games and the running reward, for PrunedGA the best and the mean
+fitness, against steps (generations if every run is a GA) and against minutes of training,
+or against the one axis ``--x`` names. A run folder that is missing or holds no rows, or an
+``--out`` that is a folder, is one line on stderr and exit status 2. The third draws
 ``trace.csv`` (written with ``trace=True`` / ``--trace``) like a profiler's timeline: one
 row per rank, a coloured bar for each phase of each update (playing, computing gradients,
 waiting at the Allreduce, applying the update) at the seconds it happened on that rank's
