@@ -1,14 +1,21 @@
-"""Plot a run: ``python -m pgmpi.plot LOG_DIR [--out FILE.png]``, or its timeline:
-``python -m pgmpi.plot --timeline LOG_DIR [--out FILE.png] [--last N]``.
+"""Plot runs: ``python -m pgmpi.plot LOG_DIR [--x X] [--out FILE.png]``, several runs side
+by side: ``python -m pgmpi.plot RUN RUN ... [--x X] [--out FILE.png]``, or one run's
+timeline: ``python -m pgmpi.plot --timeline LOG_DIR [--out FILE.png] [--last N]``.
 
 The first draws every ``charts/`` column of ``progress.csv`` against the episode (or
-generation) count, one panel each (default ``LOG_DIR/progress.png``). The second draws
+generation) count, or ``--x``, one panel each (default ``LOG_DIR/progress.png``). The
+second draws the main curves of several runs on one figure, one line per run labelled by
+its folder name (default ``compare.png`` in the current folder): for ParallelPG the mean
+return of the last 100 games and the running reward, for PrunedGA the best and the mean
+fitness, against steps (generations if every run is a GA) and against minutes of training,
+or against the one axis ``--x`` names. A run folder that is missing or holds no rows, or an
+``--out`` that is a folder, is one line on stderr and exit status 2. The third draws
 ``trace.csv`` (written with ``trace=True`` / ``--trace``) like a profiler's timeline: one
 row per rank, a coloured bar for each phase of each update (playing, computing gradients,
 waiting at the Allreduce, applying the update) at the seconds it happened on that rank's
 clock (default ``LOG_DIR/timeline.png``); the gaps between updates are logging and the
 gathering of every rank's games. Each call to ``train`` (and each resumed run) restarts
-the clock at 0; the plot puts them end to end. Needs matplotlib (``pip install
+the clock at 0; the plots put them end to end. Needs matplotlib (``pip install
 pgmpi[plot]``); imported only here, never by ``import pgmpi``.
 """
 
@@ -16,36 +23,224 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
+import sys
 from pathlib import Path
 
+# The curves worth comparing across runs, by algorithm; panels follow this order.
+MAIN_METRICS = (
+    "charts/mean_return_100",  # ParallelPG
+    "charts/running_reward",
+    "charts/best_fitness",  # PrunedGA
+    "charts/mean_fitness",
+)
+X_AXES = {  # --x choice: (progress.csv column, axis label)
+    "steps": ("steps", "agent steps (all ranks)"),
+    "minutes": ("time/elapsed_s", "minutes of training"),
+    "episodes": ("episodes", "games played"),
+    "update": ("update", "update"),
+    "generation": ("generation", "generation"),
+}
 
-def plot(log_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Save a PNG of ``log_dir/progress.csv``'s ``charts/`` columns; returns its path."""
+
+class PlotError(ValueError):
+    """A run or an output path that cannot be plotted; the message is one line, which
+    ``python -m pgmpi.plot`` prints before exiting with status 2."""
+
+
+def read_progress(log_dir: str | Path) -> dict[str, list[float]]:
+    """``log_dir/progress.csv`` as columns of floats (an empty cell, as a column added by a
+    resumed run leaves in older rows, is NaN), in the CSV's column order.
+
+    Raises:
+        PlotError: if the folder or its ``progress.csv`` is missing, or the CSV has no rows.
+    """
+    log_dir = Path(log_dir)
+    path = log_dir / "progress.csv"
+    if not log_dir.exists():
+        raise PlotError(f"no run folder {str(log_dir)!r}")
+    if not log_dir.is_dir():
+        raise PlotError(f"{str(log_dir)!r} is not a folder (give a run's log dir)")
+    if not path.is_file():
+        raise PlotError(f"{str(log_dir)!r} has no progress.csv (not a run's log dir?)")
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise PlotError(f"cannot read {str(path)!r}: {e}") from None
+    if not rows:
+        raise PlotError(f"{str(path)!r} has no rows yet")
+    return {key: [_number(r.get(key)) for r in rows] for key in rows[0] if key is not None}
+
+
+def _number(text: str | None) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def x_values(columns: dict[str, list[float]], x: str, where: str | Path) -> list[float]:
+    """The x coordinates of one run's rows for the ``--x`` choice ``x``; minutes are the
+    seconds since ``train`` was called, with each later call (a resumed run's too) put after
+    the previous one, since ``time/elapsed_s`` restarts at 0 with each.
+
+    Raises:
+        PlotError: if the run (in folder ``where``) has no such column.
+    """
+    key, _ = X_AXES[x]
+    if key not in columns:
+        others = [name for name, (k, _) in X_AXES.items() if k in columns]
+        raise PlotError(
+            f"{str(where)!r} has no {key!r} column for --x {x} (it has: {', '.join(others)})"
+        )
+    if x != "minutes":
+        return columns[key]
+    joined, offset, previous = [], 0.0, 0.0
+    for seconds in columns[key]:
+        if seconds < previous:  # a new call to train: its clock starts again at 0
+            offset += previous
+        previous = seconds if not math.isnan(seconds) else previous
+        joined.append((seconds + offset) / 60)
+    return joined
+
+
+def run_labels(runs: list[Path]) -> list[str]:
+    """Each run's folder name; where names repeat, enough of the parent folders to tell the
+    runs apart (``a/seed0`` and ``b/seed0``)."""
+    parts = [Path(r).resolve().parts for r in runs]
+    for depth in range(1, max(len(p) for p in parts) + 1):
+        labels = ["/".join(p[-depth:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [str(r) for r in runs]  # the same folder given twice
+
+
+def _check_out(out: Path) -> None:
+    if out.is_dir():
+        raise PlotError(f"--out {str(out)!r} is a folder: give the PNG file to write")
+
+
+def _save(fig, out: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=100)
+    except (OSError, ValueError) as e:  # ValueError: an extension matplotlib cannot write
+        raise PlotError(f"cannot write {str(out)!r}: {e}") from None
+    finally:
+        plt.close(fig)
+    return out
+
+
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot(log_dir: str | Path, out: str | Path | None = None, x: str | None = None) -> Path:
+    """Save a PNG of ``log_dir/progress.csv``'s ``charts/`` columns, one panel each, against
+    ``x`` (an ``X_AXES`` key; default episodes, or generations for a GA); returns its path.
+
+    Raises:
+        PlotError: see :func:`read_progress` and :func:`x_values`; or ``out`` is a folder or
+            cannot be written.
+    """
     log_dir = Path(log_dir)
-    rows = list(csv.DictReader(open(log_dir / "progress.csv", newline="")))
-    if not rows:
-        raise SystemExit(f"{log_dir / 'progress.csv'} has no rows yet")
-    x_key = "episodes" if "episodes" in rows[0] else "generation"
-    charts = [k for k in rows[0] if k.startswith("charts/")]
+    out = Path(out) if out else log_dir / "progress.png"
+    _check_out(out)
+    columns = read_progress(log_dir)
+    x = x or ("episodes" if "episodes" in columns else "generation")
+    xs = x_values(columns, x, log_dir)
+    charts = [k for k in columns if k.startswith("charts/")]
+    if not charts:
+        raise PlotError(f"{str(log_dir / 'progress.csv')!r} has no charts/ columns")
+    plt = _pyplot()
     fig, axes = plt.subplots(
         len(charts), 1, figsize=(7, 2.4 * len(charts)), sharex=True, squeeze=False
     )
-    x = [float(r[x_key]) for r in rows]
     for ax, key in zip(axes[:, 0], charts, strict=True):
-        ax.plot(x, [float(r[key]) for r in rows])
+        ax.plot(xs, columns[key])
         ax.set_ylabel(key.removeprefix("charts/").replace("_", " "))
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel(x_key)
+    axes[-1, 0].set_xlabel(X_AXES[x][1])
     axes[0, 0].set_title(str(log_dir))
     fig.tight_layout()
-    out = Path(out) if out else log_dir / "progress.png"
-    fig.savefig(out, dpi=100)
-    return out
+    return _save(fig, out)
+
+
+def compare(runs: list[str | Path], out: str | Path | None = None, x: str | None = None) -> Path:
+    """Save a PNG comparing runs: a panel per main metric (``MAIN_METRICS`` that any run
+    has) and per x axis, one line per run labelled by its folder; returns its path.
+
+    Args:
+        runs: log dirs, each with a ``progress.csv``; ParallelPG and PrunedGA runs may mix
+            (each is drawn in the panels of its own metrics).
+        out: the PNG to write (default ``compare.png`` in the current folder).
+        x: an ``X_AXES`` key, or None for two columns of panels: against steps (generations
+            if every run is a GA) and against minutes.
+
+    Raises:
+        PlotError: see :func:`read_progress` and :func:`x_values`; or no run has a main
+            metric; or ``out`` is a folder or cannot be written.
+    """
+    runs = [Path(r) for r in runs]
+    out = Path(out) if out else Path("compare.png")
+    _check_out(out)
+    data = [read_progress(r) for r in runs]
+    metrics = [m for m in MAIN_METRICS if any(m in d for d in data)]
+    if not metrics:
+        raise PlotError(f"none of the runs has any of the columns {', '.join(MAIN_METRICS)}")
+    if x is None:
+        x_names = ["generation" if all("generation" in d for d in data) else "steps", "minutes"]
+    else:
+        x_names = [x]
+    xs = {}  # (run index, x axis) -> the run's x coordinates; checked before drawing
+    for i, (run, columns) in enumerate(zip(runs, data, strict=True)):
+        for name in x_names:
+            xs[i, name] = x_values(columns, name, run)
+    plt = _pyplot()
+    fig, axes = plt.subplots(
+        len(metrics),
+        len(x_names),
+        figsize=(5.5 * len(x_names), 1.2 + 2.4 * len(metrics)),
+        sharex="col",
+        squeeze=False,
+    )
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    labels = run_labels(runs)
+    for row, metric in enumerate(metrics):
+        for col, name in enumerate(x_names):
+            ax = axes[row, col]
+            for i, d in enumerate(data):
+                if metric in d:
+                    colour = colours[i % len(colours)]
+                    ax.plot(xs[i, name], d[metric], color=colour, label=labels[i], lw=1.2)
+            ax.grid(alpha=0.3)
+            if col == 0:
+                ax.set_ylabel(metric.removeprefix("charts/").replace("_", " "))
+            if row == len(metrics) - 1:
+                ax.set_xlabel(X_AXES[name][1])
+    handles = {}  # one legend entry per run, from whichever panels drew it
+    for ax in axes.flat:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    fig.legend(
+        [handles[label] for label in labels if label in handles],
+        [label for label in labels if label in handles],
+        loc="upper center",
+        ncol=min(len(labels), 4),
+        fontsize=9,
+        frameon=False,
+    )
+    top = 1 - 0.35 * math.ceil(len(labels) / 4) / fig.get_figheight()
+    fig.tight_layout(rect=(0, 0, 1, top))
+    return _save(fig, out)
 
 
 PHASES = (  # trace.csv column, legend, colour
@@ -119,23 +314,48 @@ def timeline(log_dir: str | Path, out: str | Path | None = None, last: int | Non
 
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m pgmpi.plot", description=__doc__.split("\n\n")[0])
-    p.add_argument("log_dir", type=Path, nargs="?", help="folder holding progress.csv")
+    p.add_argument(
+        "runs",
+        type=Path,
+        nargs="*",
+        metavar="RUN",
+        help="log dir(s) holding progress.csv: one draws its every chart, several are compared",
+    )
     p.add_argument(
         "--timeline", type=Path, metavar="LOG_DIR", help="draw LOG_DIR/trace.csv instead"
     )
     p.add_argument(
-        "--out", type=Path, help="PNG to write (LOG_DIR/progress.png or LOG_DIR/timeline.png)"
+        "--out",
+        type=Path,
+        help="PNG to write (LOG_DIR/progress.png, compare.png for several runs, or "
+        "LOG_DIR/timeline.png)",
+    )
+    p.add_argument(
+        "--x",
+        choices=list(X_AXES),
+        help="x axis (one run: episodes, or generation for a GA; several: steps, or "
+        "generation if all are GAs, and minutes side by side)",
     )
     p.add_argument("--last", type=int, help="timeline: only the last N updates (all)")
     args = p.parse_args()
-    if (args.log_dir is None) == (args.timeline is None):
-        p.error("give either LOG_DIR or --timeline LOG_DIR")
+    if bool(args.runs) == (args.timeline is not None):
+        p.error("give either RUN [RUN ...] or --timeline LOG_DIR")
     if args.last is not None and (args.timeline is None or args.last < 1):
         p.error("--last N needs --timeline and N >= 1")
-    if args.timeline is not None:
-        print(timeline(args.timeline, args.out, args.last))
-    else:
-        print(plot(args.log_dir, args.out))
+    if args.x is not None and args.timeline is not None:
+        p.error("--x is for progress plots, not --timeline")
+    try:
+        if args.out is not None:
+            _check_out(args.out)  # the timeline's --out too
+        if args.timeline is not None:
+            print(timeline(args.timeline, args.out, args.last))
+        elif len(args.runs) == 1:
+            print(plot(args.runs[0], args.out, args.x))
+        else:
+            print(compare(args.runs, args.out, args.x))
+    except PlotError as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        sys.exit(2)  # as argparse's own errors
 
 
 if __name__ == "__main__":
