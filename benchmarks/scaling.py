@@ -1,6 +1,7 @@
 """ParallelPG scaling: measured at 1 and 2 ranks, projected to 1,536, old split against new.
 
     python benchmarks/scaling.py [--updates 6] [--repeats 2] [--checkpoint CHECKPOINT]
+    python benchmarks/scaling.py --docs     # also redraw docs/figures/scaling.png (tracked)
 
 Measures, in one run, by launching itself under mpirun with the defaults (16 games of 512
 steps per update): ``--repeats`` times at 1 and then 2 ranks, keeping the fastest run at
@@ -42,7 +43,9 @@ link's bandwidth, for the shared memory measured here and for 10 and 100 Gb/s ne
 (latencies assumed: 20 and 2 us), and, if benchmarks/results/reduction_2_tcp.json exists
 (``benchmarks/reduction.py --tag _tcp`` run over TCP between two namespace hosts; README,
 "Scaling"), for that link.
-Writes benchmarks/results/scaling.json and docs/figures/scaling.png.
+Writes benchmarks/results/scaling.json and the figure to runs/benchmarks/scaling.png
+(``--out PATH`` elsewhere; ``--docs``: docs/figures/scaling.png, the tracked one the README
+and the tutorial show).
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ NETWORKS = {  # name: (bandwidth bytes/s, latency s); shared memory is measured
     "100 Gb/s": (100e9 / 8, 2e-6),
 }
 RANKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1536]
-FIGURE = Path(__file__).resolve().parents[1] / "docs" / "figures" / "scaling.png"
+FIGURE = "scaling.png"
 
 
 def worker(args) -> None:
@@ -283,6 +286,7 @@ def main() -> None:
     p.add_argument("--costs", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--checkpoint", help="a trained ParallelPG checkpoint to measure with")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    common.add_figure_flags(p, FIGURE)
     args = p.parse_args()
     if args.replays < 2:
         p.error("--replays must be 2 or more (the work's own spread needs two halves)")
@@ -380,7 +384,8 @@ def main() -> None:
                     f" speed-up {r['new_speedup']:.1f}x ({r['new_host_speedup']:.1f}x; old "
                     f"{r['old_speedup']:.1f}x), Allreduce {1e3 * r['allreduce_s']:.1f} ms"
                 )
-    plot(projection, FIGURE)
+    figure = common.figure_path(args, FIGURE)
+    plot(projection, figure)
     result = {
         "machine": info,
         "measured": measured,
@@ -388,7 +393,7 @@ def main() -> None:
         "model": model,
         "projection": projection,
     }
-    print("wrote", common.write("scaling", result), "and", FIGURE)
+    print("wrote", common.write("scaling", result), "and", figure)
 
 
 if __name__ == "__main__":
