@@ -1,4 +1,4 @@
-"""Shared by the benchmarks: the machine description and the JSON writer."""
+"""Shared by the benchmarks: the machine description, the JSON writer and where figures go."""
 
 from __future__ import annotations
 
@@ -11,7 +11,34 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"  # ignored by git
+# Figures go under runs/ (ignored by git) unless asked for the tracked ones in docs/figures:
+# a benchmark run, the tutorial's small ones included, must not leave a checkout modified.
+FIGURES = ROOT / "runs" / "benchmarks"
+DOCS_FIGURES = ROOT / "docs" / "figures"
+
+
+def add_figure_flags(parser, name: str) -> None:
+    """Give ``parser`` the flags that place the figure ``name``: ``--out PATH`` (default
+    runs/benchmarks/NAME) or ``--docs`` (docs/figures/NAME, the tracked copy the docs show)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--out",
+        type=Path,
+        default=FIGURES / name,
+        help=f"write the figure here (runs/benchmarks/{name})",
+    )
+    where.add_argument(
+        "--docs",
+        action="store_true",
+        help=f"write docs/figures/{name} instead: regenerate the figure the docs show (tracked)",
+    )
+
+
+def figure_path(args, name: str) -> Path:
+    """Where the figure ``name`` goes, from the flags of ``add_figure_flags``."""
+    return DOCS_FIGURES / name if args.docs else args.out
 
 
 def machine() -> dict:

@@ -1,9 +1,11 @@
 """Every figure the docs use, made by one command.
 
-    python benchmarks/figures.py            # into docs/figures/
+    python benchmarks/figures.py            # into runs/benchmarks/
+    python benchmarks/figures.py --docs     # into docs/figures/: regenerate the docs' figures
     python benchmarks/figures.py --quick --out-dir /tmp/figures   # tiny runs, for a test
 
-Writes, into ``--out-dir`` (docs/figures):
+Writes, into ``--out-dir`` (runs/benchmarks; with ``--docs``, docs/figures, the tracked
+figures the README and the tutorial show):
 
 * ``time_to_score.png``: the 100-game mean against minutes and agent steps of every run in
   ``RUNS/tts`` (made by ``benchmarks/time_to_score.py --run ...``, about an hour each);
@@ -95,7 +97,15 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--quick", action="store_true", help="tiny runs (for tests)")
-    p.add_argument("--out-dir", type=Path, default=ROOT / "docs" / "figures", help="PNGs here")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--out-dir", type=Path, default=common.FIGURES, help="PNGs here (runs/benchmarks)"
+    )
+    where.add_argument(
+        "--docs",
+        action="store_true",
+        help="PNGs into docs/figures (tracked): regenerate the docs' figures",
+    )
     p.add_argument("--runs", type=Path, default=ROOT / "runs", help="holds tts/ (runs)")
     p.add_argument(
         "--results", type=Path, default=common.RESULTS, help="benchmark JSON (benchmarks/results)"
@@ -104,6 +114,8 @@ def main() -> None:
         "--work-dir", type=Path, help="for the runs this starts (RUNS/figures)", default=None
     )
     args = p.parse_args()
+    if args.docs:
+        args.out_dir = common.DOCS_FIGURES
     args.out_dir.mkdir(parents=True, exist_ok=True)
     work = args.work_dir or args.runs / "figures"
     made, skipped = [], []

@@ -1,6 +1,7 @@
-"""ParallelPG scaling: measured at 1 and 2 ranks, projected to 1,536, old split against new.
+"""ParallelPG scaling: measured at 1 and 2 ranks, projected to 1,536 ranks.
 
     python benchmarks/scaling.py [--updates 6] [--repeats 2] [--checkpoint CHECKPOINT]
+    python benchmarks/scaling.py --docs     # also redraw docs/figures/scaling.png (tracked)
 
 Measures, in one run, by launching itself under mpirun with the defaults (16 games of 512
 steps per update): ``--repeats`` times at 1 and then 2 ranks, keeping the fastest run at
@@ -21,18 +22,18 @@ then once more at 1 rank:
   What spread is left is mostly timing noise: the covariance of two independent halves of
   the plays gives the work's own spread, printed beside it;
 * the seconds per game-step when a rank holds 1, 2, 4, 8 or 16 games (one forward pass per
-  step for all of them);
-* the lengths of whole games (for the old split: each update's 10 whole games, game e on
-  rank e % n). With ``--checkpoint``, from that trained policy, whose games are longer
-  and vary more than a beginner's.
+  step for all of them).
+
+With ``--checkpoint``, all of it is measured from that trained policy, whose games are
+longer and vary more than a beginner's.
 
 Then projects, for n = 1 ... 1,536 ranks, the fraction of rank time spent waiting for
-other ranks and the speed-up in agent steps per second over 1 rank, for the old split and
-the new one (slots = the smallest multiple of n >= 16). A rank's work in the new split is
+other ranks and the speed-up in agent steps per second over 1 rank (slots = the smallest
+multiple of n >= 16). A rank's work is
 the sum of its games' piece costs, drawn from the recorded ones (a smoothed bootstrap),
 their spread about the mean narrowed to the work's own (its upper bound); an update lasts
 as long as the slowest rank's work, then the Allreduce and the per-update costs follow.
-Two more projections of the new split are printed and kept: with the pieces as timed
+Two more projections are printed and kept: with the pieces as timed
 (what timing noise the fastest of the plays still holds), and with each rank's work also
 multiplied by the rank-to-rank spread measured at 2 ranks here, which on this shared
 virtual machine comes mostly from the host (other tenants), not from the work (drawn too).
@@ -42,7 +43,13 @@ link's bandwidth, for the shared memory measured here and for 10 and 100 Gb/s ne
 (latencies assumed: 20 and 2 us), and, if benchmarks/results/reduction_2_tcp.json exists
 (``benchmarks/reduction.py --tag _tcp`` run over TCP between two namespace hosts; README,
 "Scaling"), for that link.
-Writes benchmarks/results/scaling.json and docs/figures/scaling.png.
+Writes benchmarks/results/scaling.json and the figure to runs/benchmarks/scaling.png
+(``--out PATH`` elsewhere; ``--docs``: docs/figures/scaling.png, the tracked one the README
+and the tutorial show).
+
+The whole-game split of pgmpi 0.1 (10 whole games per update, game e on rank e % n) was
+projected here too until 0.2; its last projection, 2026-11-23 on 2 cores: 94% of rank time
+waiting and 7.3x over 1 rank at 128 ranks (README, "Scaling").
 """
 
 from __future__ import annotations
@@ -64,12 +71,12 @@ NETWORKS = {  # name: (bandwidth bytes/s, latency s); shared memory is measured
     "100 Gb/s": (100e9 / 8, 2e-6),
 }
 RANKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1536]
-FIGURE = Path(__file__).resolve().parents[1] / "docs" / "figures" / "scaling.png"
+FIGURE = "scaling.png"
 
 
 def worker(args) -> None:
     """Under mpirun: timed updates of the defaults; with ``--costs`` (1 rank), then the
-    costs of slot pieces and of steps, and the lengths of whole games."""
+    costs of slot pieces and of steps."""
     from pgmpi import ParallelPG, mpi, rng, rollout
     from pgmpi.rollout import make_game
 
@@ -119,10 +126,6 @@ def worker(args) -> None:
                 rollout.play(agent.net, games, streams, steps, False)
                 best = min(best, time.perf_counter() - t)
             out["step_s"][k] = best / (steps * k)
-        games = [make_game(agent.config["env"]) for _ in range(args.games)]
-        streams = [rng.stream(0, 98, i) for i in range(args.games)]
-        pieces = rollout.play(agent.net, games, streams, 1, True, learn=False)
-        out["game_lengths"] = [p.finished[0][1] for p in pieces]
     if mpi.is_root():
         print(json.dumps(out), flush=True)
 
@@ -157,12 +160,6 @@ def ring_allreduce_s(n: int, size_bytes: float, bandwidth: float, latency: float
     return 2 * (n - 1) * latency + 2 * (n - 1) / n * size_bytes / bandwidth
 
 
-def expected_max(n: int, draws: np.ndarray, count: int, rng) -> float:
-    """E[max over n ranks of the sum of ``count`` draws], by Monte Carlo."""
-    sums = rng.choice(draws, size=(400, n, count)).sum(axis=2)
-    return float(sums.max(axis=1).mean())
-
-
 def draw_slots(recorded: np.ndarray, shape: tuple, rng) -> np.ndarray:
     """Slot costs drawn from the recorded ones, each plus a normal of Silverman's bandwidth
     (a smoothed bootstrap), so that the slowest of many ranks is not capped at the slowest
@@ -179,7 +176,7 @@ def rank_figures(work: np.ndarray, slots: int, serial_s: float) -> tuple[float, 
 
 
 def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
-    """Waiting fraction and speed-up of both splits at every n in RANKS, for each link."""
+    """Waiting fraction and speed-up at every n in RANKS, for each link."""
     rng = np.random.default_rng(0)
     step_s, noise = m["step_s"], m["step_noise"]  # seconds per game-step; per-rank spread
     # Seconds of one slot's piece (play and gradient), as recorded, and with what is left of
@@ -188,7 +185,6 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
     timed = np.array(m["slot_s"])
     keep = min(1.0, m["slot_s_work_spread"][1] / max(m["slot_s_spread"], 1e-12))
     slot_s = timed.mean() + (timed - timed.mean()) * keep
-    lengths = np.array(m["game_lengths"], dtype=float)
     size = m["params"] * 8  # the int64 fixed-point buffer
     fixed_s = m["optimizer_s"]
     base_rate = None
@@ -197,7 +193,7 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
         rows = []
         for n in RANKS:
             comm = ring_allreduce_s(n, size, bandwidth, latency)
-            # New: every rank plays k games of exactly 512 steps. A rank's work is the sum
+            # Every rank plays k games of exactly 512 steps. A rank's work is the sum
             # of k recorded slot costs, at the speed per step of k games batched together;
             # "host" also multiplies it by the rank-to-rank spread measured at 2 ranks.
             slots = n * -(-16 // n)
@@ -209,23 +205,16 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
             new, new_host, new_timed = (
                 rank_figures(w, slots, comm + fixed_s) for w in (work, host, as_timed)
             )
-            # Old: 10 whole games per update, game e on rank e % n, at one game per rank.
-            per_rank = [len(range(r, 10, n)) for r in range(min(n, 10))]
-            game_s = step_s["1"] * lengths.mean()
-            old_longest = expected_max(min(n, 10), lengths * step_s["1"], max(per_rank), rng)
-            old_update = old_longest + m["grad_s"] * max(per_rank) + comm + fixed_s
-            old_busy = 10 * game_s / n
-            old_rate = 10 * lengths.mean() / old_update
-            base_rate = base_rate or {"new": new[2], "old": old_rate}
+            base_rate = base_rate or new[2]
+            # The "new_" keys name the time-boxed split, as in the JSON of earlier runs
+            # (which also held the whole-game split's), so figures.py draws either.
             rows.append({
                 "ranks": n, "slots": slots, "allreduce_s": comm,
                 "new_wait_fraction": 1 - new[0] / new[1],
-                "new_speedup": new[2] / base_rate["new"],
+                "new_speedup": new[2] / base_rate,
                 "new_host_wait_fraction": 1 - new_host[0] / new_host[1],
                 "new_timed_wait_fraction": 1 - new_timed[0] / new_timed[1],
-                "new_host_speedup": new_host[2] / base_rate["new"],
-                "old_wait_fraction": max(0.0, 1 - old_busy / old_longest),
-                "old_speedup": old_rate / base_rate["old"],
+                "new_host_speedup": new_host[2] / base_rate,
             })  # fmt: skip
         out[link] = rows
     return out
@@ -241,9 +230,9 @@ def plot(projection: dict, path: Path) -> None:
     for i, (link, style) in enumerate(zip(projection, ("-", "--", ":", "-."), strict=False)):
         rows = projection[link]
         n = [r["ranks"] for r in rows]
-        splits = [("new", "tab:blue", "new split"), ("old", "tab:red", "old split")]
+        splits = [("new", "tab:blue", "time-boxed split")]
         if i == 0:  # the first link (shared memory) also with this host's rank-to-rank spread
-            splits.insert(1, ("new_host", "tab:cyan", "new split + this host's spread"))
+            splits.append(("new_host", "tab:cyan", "time-boxed split + this host's spread"))
         for split, colour, name in splits:
             label = f"{name}, {link}"
             a.plot(n, [100 * r[f"{split}_wait_fraction"] for r in rows], style, c=colour,
@@ -265,7 +254,6 @@ def plot(projection: dict, path: Path) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--updates", type=int, default=6, help="timed updates per rank count (6)")
-    p.add_argument("--games", type=int, default=10, help="whole games timed for the old split")
     p.add_argument("--slot-updates", type=int, default=8,
                    help="times each of the 16 slots' pieces is recorded alone (8)")  # fmt: skip
     p.add_argument(
@@ -283,6 +271,7 @@ def main() -> None:
     p.add_argument("--costs", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--checkpoint", help="a trained ParallelPG checkpoint to measure with")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    common.add_figure_flags(p, FIGURE)
     args = p.parse_args()
     if args.replays < 2:
         p.error("--replays must be 2 or more (the work's own spread needs two halves)")
@@ -301,7 +290,7 @@ def main() -> None:
                 runs[n]["rows"], "perf/steps_per_s"
             ):
                 runs[n] = run
-    costs = [*cmd, "--costs", "--games", str(args.games), "--slot-updates", str(args.slot_updates)]
+    costs = [*cmd, "--costs", "--slot-updates", str(args.slot_updates)]
     costs += ["--replays", str(args.replays)]
     cost = common.last_json(common.mpirun(1, costs))  # a third 1-rank run
     one = runs[1]
@@ -336,11 +325,9 @@ def main() -> None:
         "slot_s_replays": cost["slot_s_replays"],
         "slot_s_work_spread": work_spread(np.array(cost["slot_s_replays"])),
         "step_noise": float(np.mean((hi - lo) / (hi + lo) * 2) * np.sqrt(np.pi) / 2),
-        "grad_s": float(grad.mean()) / 16,
         # What an update costs beyond play, gradients and the Allreduce: the Adam step,
         # the fixed-point sum back to floats, sharing the finished games.
         "optimizer_s": max(0.0, float(np.mean(wall - play - grad)) - measured[1]["allreduce_s"]),
-        "game_lengths": cost["game_lengths"],
     }
     # Shared memory: the 2-rank Allreduce measured here, as a ring's bandwidth.
     shm = (one["params"] * 8 / max(measured[2]["allreduce_s"], 1e-6), 1e-6)
@@ -358,7 +345,6 @@ def main() -> None:
             f"waiting {100 * m['wait_fraction']:.2f}%, Allreduce {1e3 * m['allreduce_s']:.1f} ms"
         )
     print(f"measured 2-rank wall-clock speed-up: {speedup:.3f} (target >= 1.95)")
-    print(f"game lengths for the old split: {sorted(model['game_lengths'])}")
     print(
         f"a slot's piece alone: {1e3 * np.mean(model['slot_s']):.1f} ms on average, spread "
         f"{100 * model['slot_s_spread']:.2f}% (std / mean, {len(model['slot_s'])} pieces, the "
@@ -375,12 +361,12 @@ def main() -> None:
                 timed = 100 * r["new_timed_wait_fraction"]
                 print(
                     f"projected, {link}, {r['ranks']} ranks: waiting {wait:.1f}% (pieces as "
-                    f"timed {timed:.1f}%; with this host's spread {host:.1f}%; old split "
-                    f"{100 * r['old_wait_fraction']:.1f}%),"
-                    f" speed-up {r['new_speedup']:.1f}x ({r['new_host_speedup']:.1f}x; old "
-                    f"{r['old_speedup']:.1f}x), Allreduce {1e3 * r['allreduce_s']:.1f} ms"
+                    f"timed {timed:.1f}%; with this host's spread {host:.1f}%),"
+                    f" speed-up {r['new_speedup']:.1f}x ({r['new_host_speedup']:.1f}x),"
+                    f" Allreduce {1e3 * r['allreduce_s']:.1f} ms"
                 )
-    plot(projection, FIGURE)
+    figure = common.figure_path(args, FIGURE)
+    plot(projection, figure)
     result = {
         "machine": info,
         "measured": measured,
@@ -388,7 +374,7 @@ def main() -> None:
         "model": model,
         "projection": projection,
     }
-    print("wrote", common.write("scaling", result), "and", FIGURE)
+    print("wrote", common.write("scaling", result), "and", figure)
 
 
 if __name__ == "__main__":

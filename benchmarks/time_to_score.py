@@ -2,6 +2,7 @@
 
     python benchmarks/time_to_score.py --run fast:0 fast:1 karpathy:0 [--minutes 30]
     python benchmarks/time_to_score.py            # only read the runs already in runs/tts
+    python benchmarks/time_to_score.py --docs     # and redraw docs/figures/time_to_score.png
 
 ``--run PRESET:SEED ...`` trains each from scratch, one after the other, on ``--ranks`` (2)
 ranks: ``mpirun -n 2 python examples/pong.py --preset PRESET --seed SEED --minutes M
@@ -13,8 +14,10 @@ runs on an otherwise idle machine.
 
 Then, for every run in runs/tts, prints the table of the first update at which the mean of
 the last 100 games reached -15, -10, -5, 0 and +10 (core-hours = minutes x ranks / 60),
-writes benchmarks/results/time_to_score.json and docs/figures/time_to_score.png (the 100-game
-mean against wall minutes and against agent steps, every run on one figure).
+writes benchmarks/results/time_to_score.json and runs/benchmarks/time_to_score.png (the
+100-game mean against wall minutes and against agent steps, every run on one figure;
+``--out PATH`` elsewhere, ``--docs`` to docs/figures/time_to_score.png, the tracked one the
+README shows).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import common  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "tts"
-FIGURE = ROOT / "docs" / "figures" / "time_to_score.png"
+FIGURE = "time_to_score.png"
 THRESHOLDS = (-15, -10, -5, 0, 10)
 
 
@@ -112,6 +115,7 @@ def main() -> None:
     p.add_argument("--tag", default="", help="runs go to runs/tts/PRESET[TAG]-SEED")
     p.add_argument("--sticky-actions", action="store_true", help="train with sticky actions")
     p.add_argument("--evaluate", help=argparse.SUPPRESS)
+    common.add_figure_flags(p, FIGURE)
     args = p.parse_args()
     if args.evaluate:
         return evaluate(args.evaluate, args.games)
@@ -170,8 +174,9 @@ def main() -> None:
         )
         print(f"| {run.name} | " + " | ".join(cells) + f" | {ev} |")
     if curves:
-        plot(curves, FIGURE)
-        print("wrote", common.write("time_to_score", result), "and", FIGURE)
+        figure = common.figure_path(args, FIGURE)
+        plot(curves, figure)
+        print("wrote", common.write("time_to_score", result), "and", figure)
     else:
         print(f"no runs in {RUNS}: pass --run PRESET:SEED")
 

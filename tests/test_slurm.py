@@ -1,18 +1,23 @@
 """Tier slurm: the launcher paths of README's "On a cluster", under a real one-host Slurm.
 
-``make tier-slurm`` starts munged, slurmctld and slurmd from ``tests/slurm/`` and runs these
-with SLURM_CONF set; without a reachable Slurm each test skips, saying why.
+``make tier-slurm`` starts munged, slurmctld and slurmd from ``tests/slurm/`` and runs the
+tests marked ``slurm`` with SLURM_CONF set; without a reachable Slurm each skips, saying why.
+The unmarked tests (tier 1) check what of examples/slurm/pong.sbatch runs without Slurm:
+its directives, the launcher it picks for each MPI library (``PGMPI_DRY_RUN=1``) and the
+SIGUSR1 it passes on to the launcher.
 """
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slurm
+slurm = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[1]
 PONG = ["examples/pong.py", "--updates", "1", "--steps-per-slot", "16", "--hidden-size", "8"]
 # --time=5 (minutes): Slurm itself ends a job that a timed-out test left behind.
@@ -52,7 +57,10 @@ def _csv_headers(log_dir):
     return sum(line.startswith("episodes,") for line in lines), len(lines) - 1
 
 
+@slurm
 def test_sbatch_example_is_one_job_of_two_ranks(slurm_env, tmp_path):
+    """The recipe's script as submitted, launcher chosen by itself (the mpich wheel: pmi2),
+    to the end of its run and its checkpoint."""
     out = tmp_path / "job.out"
     log_dir = tmp_path / "run"
     proc = _run(
@@ -65,8 +73,11 @@ def test_sbatch_example_is_one_job_of_two_ranks(slurm_env, tmp_path):
     assert len(headers) == 1 and " ranks 2 " in headers[0], text[-3000:]
     assert "1 thread/rank from SLURM_CPUS_PER_TASK" in headers[0]  # the script's --cpus-per-task
     assert _csv_headers(log_dir) == (1, 1)  # one job: one CSV header, one update
+    assert "pgmpi: MPICH Version:" in text and "launching with pmi2" in text, text[-3000:]
+    assert (log_dir / "checkpoint.npz").stat().st_size > 0  # the run ended as it should
 
 
+@slurm
 @pytest.mark.parametrize("how", ["sbatch-mpirun", "srun-pmi2"])
 def test_mpirun_in_the_allocation_and_srun_pmi2_give_two_ranks(slurm_env, tmp_path, how):
     log_dir, out = tmp_path / "run", tmp_path / "job.out"
@@ -86,6 +97,7 @@ def test_mpirun_in_the_allocation_and_srun_pmi2_give_two_ranks(slurm_env, tmp_pa
     assert _csv_headers(log_dir) == (1, 1)
 
 
+@slurm
 @pytest.mark.parametrize("mpi_flag", [[], ["--mpi=none"]])
 def test_srun_without_pmi_is_refused_before_writing(slurm_env, tmp_path, mpi_flag):
     log_dir = tmp_path / "run"
@@ -99,6 +111,7 @@ def test_srun_without_pmi_is_refused_before_writing(slurm_env, tmp_path, mpi_fla
     assert not log_dir.exists()
 
 
+@slurm
 def test_blas_cap_follows_cpus_per_task(slurm_env, tmp_path):
     base = ["srun", "--mpi=pmi2", "-n", "1", "--time=5"]
     args = [sys.executable, *PONG, "--log-dir", str(tmp_path / "run")]
@@ -112,3 +125,146 @@ def test_blas_cap_follows_cpus_per_task(slurm_env, tmp_path):
         free = _run([*base, *args], slurm_env)
         assert free.returncode == 0, free.stderr[-3000:]
         assert "from SLURM_CPUS_PER_TASK" not in _headers(free.stdout)[0]
+
+
+@slurm
+def test_sbatch_passes_the_time_limit_warning_on(slurm_env, tmp_path):
+    """SIGUSR1 to the batch shell, as --signal=B:USR1@120 sends it, is passed on: the log
+    says so, and within a minute the ranks have ended or written a checkpoint (pgmpi's
+    SIGUSR1 handler; expected to fail until it exists)."""
+    out, log_dir = tmp_path / "job.out", tmp_path / "run"
+    pong = [*PONG[1:], "--log-dir", str(log_dir)]
+    pong[pong.index("--updates") + 1] = "100000"  # runs until the signal or --time
+    pong += ["--checkpoint-every", "100000"]  # no checkpoint but the signal's
+    submit = _run(
+        ["sbatch", "--parsable", "--time=5", f"--output={out}", SCRIPT, *pong],
+        env=dict(slurm_env, PGMPI_PYTHON=sys.executable),
+    )  # fmt: skip
+    assert submit.returncode == 0, submit.stderr
+    job = submit.stdout.strip().split(";")[0]
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.exists() and _headers(out.read_text())) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert out.exists() and _headers(out.read_text()), "the job never started its ranks"
+        sent = time.time()
+        signal_batch = ["scancel", "--batch", "--signal=USR1", job]
+        assert _run(signal_batch, slurm_env).returncode == 0
+        checkpoint = log_dir / "checkpoint.npz"
+        ended = saved = False
+        while time.time() < sent + 60 and not (ended or saved):
+            time.sleep(0.5)
+            queue = ["squeue", "-h", "-j", job, "-t", "PD,CF,R,S,CG", "-o", "%T"]
+            ended = not _run(queue, slurm_env).stdout.strip()
+            saved = checkpoint.exists() and checkpoint.stat().st_mtime >= sent
+        text = out.read_text()
+        assert "SIGUSR1, the time limit is near: passing it to the ranks" in text, text[-3000:]
+        if not (ended or saved):
+            # srun passes SIGUSR1 on to its tasks, but MPICH installs a SIGUSR1 handler of
+            # its own, so ranks with no pgmpi handler neither end nor checkpoint.
+            pytest.xfail("the ranks neither ended nor checkpointed: no SIGUSR1 handler yet")
+    finally:
+        _run(["scancel", job], slurm_env)
+
+
+# ------------------------------------------------ tier 1: the script without Slurm
+
+
+def _sbatch_dry_run(tmp_path, python, plugins, launch=None):
+    """Run the script with PGMPI_DRY_RUN=1, PGMPI_PYTHON=python and, first on PATH, an
+    ``srun`` whose ``--mpi=list`` offers ``plugins`` as Slurm 22.05 prints them."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    listing = "".join(f"srun: {name}\\n" for name in ["none", *plugins])
+    _script(bin_dir / "srun", f'echo "srun: MPI types are..." >&2; printf "{listing}" >&2')
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PGMPI_DRY_RUN="1")
+    env["PGMPI_PYTHON"] = str(python)
+    env.pop("PGMPI_LAUNCH", None)
+    if launch:
+        env["PGMPI_LAUNCH"] = launch
+    return _run(["bash", SCRIPT, "--minutes", "1"], env=env, timeout=120)
+
+
+def _script(path, body):
+    path.write_text("#!/bin/bash\n" + body + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def _open_mpi_python(tmp_path):
+    """A stand-in Python whose mpi4py reports Debian's Open MPI."""
+    return _script(tmp_path / "ompi-python", 'echo "Open MPI v4.1.4, package: Debian OpenMPI"')
+
+
+def test_sbatch_asks_for_a_warning_before_the_time_limit():
+    directives = []
+    for line in (ROOT / SCRIPT).read_text().splitlines()[1:]:
+        if line and not line.startswith("#"):
+            break  # sbatch reads #SBATCH lines only up to the first command
+        if line.startswith("#SBATCH "):
+            directives.append(line.split()[1])
+    assert "--signal=B:USR1@120" in directives, directives
+
+
+WHEEL_MPIRUN = f"{Path(sys.executable).parent / 'mpirun'} -n 2"  # the mpich wheel's
+
+
+@pytest.mark.parametrize(
+    "library, plugins, launch, expected",
+    [
+        ("mpich", ["pmi2", "pmix"], None, "srun --mpi=pmi2"),  # this venv's mpich wheel
+        ("openmpi", ["pmi2", "pmix", "pmix_v4"], None, "srun --mpi=pmix"),
+        ("openmpi", ["pmi2"], None, "mpirun -n 2"),  # a Slurm without pmix: Open MPI's mpirun
+        ("mpich", ["pmix"], None, WHEEL_MPIRUN),  # no pmi2: the mpirun next to PGMPI_PYTHON
+        ("mpich", ["pmi2", "pmix"], "mpirun", WHEEL_MPIRUN),
+        ("openmpi", ["pmi2", "pmix"], "pmi2", "srun --mpi=pmi2"),  # the user's word wins
+    ],
+)
+def test_sbatch_picks_the_launcher_for_the_mpi_library(
+    tmp_path, library, plugins, launch, expected
+):
+    python = sys.executable if library == "mpich" else _open_mpi_python(tmp_path)
+    proc = _sbatch_dry_run(tmp_path, python, plugins, launch)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{expected} {python} examples/pong.py --minutes 1\n", proc.stdout
+    if launch is None:  # the job's log says what was chosen, and from which library
+        name = "MPICH Version:" if library == "mpich" else "Open MPI v4.1.4"
+        assert f"pgmpi: {name}" in proc.stderr and "launching with" in proc.stderr
+
+
+def test_sbatch_refuses_an_unknown_launcher(tmp_path):
+    proc = _sbatch_dry_run(tmp_path, sys.executable, ["pmi2"], launch="pmi3")
+    assert proc.returncode == 2 and "got 'pmi3'" in proc.stderr, proc.stderr
+
+
+def test_sbatch_passes_sigusr1_to_the_launcher(tmp_path):
+    """What Slurm's --signal=B:USR1 sends the batch shell reaches the launcher (here a
+    stand-in mpirun next to PGMPI_PYTHON), and the job's status is the launcher's."""
+    started, python = tmp_path / "started", tmp_path / "venv" / "python"
+    python.parent.mkdir()
+    _script(python, "exit 1")
+    _script(
+        python.parent / "mpirun",
+        f"""trap 'echo "launcher: USR1"; exit 0' USR1
+touch {started}
+for _ in $(seq 600); do sleep 0.1; done
+exit 1""",
+    )
+    env = dict(os.environ, PGMPI_PYTHON=str(python), PGMPI_LAUNCH="mpirun")
+    proc = subprocess.Popen(
+        ["bash", SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), "the stand-in mpirun never started"
+        proc.send_signal(signal.SIGUSR1)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, out + err
+    assert "launcher: USR1" in out and "passing it to the ranks" in err, out + err

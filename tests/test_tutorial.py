@@ -3,7 +3,9 @@
 Fenced blocks are read by their info string:
 
 * ```` ```bash ````: run with ``bash -euo pipefail``, in order, from the root of a fresh copy
-  of the repository (so the benchmarks' figures and results land in the copy);
+  of the repository (so the benchmarks' figures and results land in the copy); no block
+  may change a file of the checkout (the benchmarks write under runs/, and only rewrite
+  docs/figures when asked to);
 * ```` ```python ````: run with this Python, from the same folder;
 * ```` ```python file=NAME ````: a file the reader saves: written to NAME, not run;
 * ```` ```bash no-test: REASON ```` (or python): not run, because it cannot run here (a
@@ -20,6 +22,7 @@ The checks of the markdown itself run in tier 1; running the steps is tier 3 (it
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 import shlex
@@ -220,13 +223,24 @@ def _run(cmd: list[str], cwd: Path, env: dict) -> tuple[int | None, str, float]:
         return None, out, time.monotonic() - start
 
 
+def _checkout_files(repo: Path) -> dict[str, str]:
+    """SHA-256 of every file in the copy of the checkout, by its path relative to ``repo``."""
+    return {
+        str(path.relative_to(repo)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(repo.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
 @pytest.mark.launcher
 @pytest.mark.parametrize("page", [TUTORIAL / "README.md", *STEPS], ids=lambda p: p.name)
 def test_the_step_runs(page, tmp_path):
     """Every runnable block of one page, in order, with the quick sizes, in a fresh copy of
-    the repository. All blocks are tried; the test fails listing every one that failed."""
+    the repository. All blocks are tried; the test fails listing every one that failed, and
+    if any file of the checkout (docs/figures/*.png, say) was changed or removed."""
     repo = tmp_path / "repo"
     shutil.copytree(ROOT, repo, ignore=COPY_IGNORE)
+    before = _checkout_files(repo)
     (repo / "runs" / "tutorial").mkdir(parents=True)  # made by the README's first block
     if sys.prefix != sys.base_prefix:  # the reader's `source .venv/bin/activate`: this venv
         (repo / ".venv").symlink_to(sys.prefix, target_is_directory=True)
@@ -255,5 +269,9 @@ def test_the_step_runs(page, tmp_path):
         report.append(f"{b}: {'timed out' if code is None else f'exit {code}'}, {seconds:.1f} s")
         if code != 0:
             failures.append(f"--- {b} failed ({report[-1]}):\n{b.code}\n{out[-3000:]}")
+    after = _checkout_files(repo)
+    changed = sorted(name for name, digest in before.items() if after.get(name) != digest)
+    if changed:  # a reader's checkout would show these in `git status`
+        failures.append(f"--- the step changed files of the checkout: {', '.join(changed)}")
     print("\n".join(report))
     assert not failures, "\n".join(failures)
