@@ -185,13 +185,17 @@ def load(path: str | os.PathLike, algorithm: str) -> tuple[dict[str, np.ndarray]
     return arrays, meta
 
 
+RUN_OPTIONS = ("env", "log_dir", "blas_threads", "quiet", "trace", "tensorboard")
+
+
 def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     """``load`` plus the constructor arguments to rebuild the object that was saved.
 
-    ``overrides`` may replace the arguments that are not learning state: ``env`` (needed if it
-    was a factory), ``log_dir``, ``blas_threads``, ``quiet`` and ``trace``. An ``env`` given
-    as an id must be the one the checkpoint was trained on: a script that expects Pong
-    refuses a CartPole checkpoint left in its log dir instead of training on it.
+    ``overrides`` may replace the arguments that are not learning state (``RUN_OPTIONS``):
+    ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``, ``quiet``, ``trace``
+    and ``tensorboard``. An ``env`` given as an id must be the one the checkpoint was trained
+    on: a script that expects Pong refuses a CartPole checkpoint left in its log dir instead
+    of training on it.
 
     Returns:
         (arrays, metadata, keyword arguments for the algorithm's constructor).
@@ -199,7 +203,9 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     Collective: every rank must call this.
     """
     arrays, meta = load(path, algorithm)
-    unknown = sorted(set(overrides) - {"env", "log_dir", "blas_threads", "quiet", "trace"})
+    unknown = sorted(
+        set(overrides) - {"env", "log_dir", "blas_threads", "quiet", "trace", "tensorboard"}
+    )
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")
     env, trained_on = overrides.get("env"), meta["config"].get("env")

@@ -105,7 +105,7 @@ def settings_given(args: argparse.Namespace, defaults) -> dict:
 
 def add_run_flags(parser: argparse.ArgumentParser, log_dir: str, step: str, every: int) -> None:
     """The flags of a run that do not change its results: --log-dir, --checkpoint-every,
-    --resume, --quiet and --trace (``step``: "update" or "generation")."""
+    --resume, --quiet, --trace and --tensorboard (``step``: "update" or "generation")."""
     parser.add_argument(
         "--log-dir", type=Path, default=Path(log_dir),
         help=f"folder for progress.csv and checkpoint.npz ({log_dir})",
@@ -125,13 +125,19 @@ def add_run_flags(parser: argparse.ArgumentParser, log_dir: str, step: str, ever
         help=f"write LOG_DIR/trace.csv: each rank's seconds per {step} "
         "(python -m pgmpi.plot --timeline LOG_DIR)",
     )  # fmt: skip
+    parser.add_argument(
+        "--tensorboard", action="store_true",
+        help="also write every row as TensorBoard scalars in LOG_DIR (pip install "
+        "pgmpi[tensorboard]; tensorboard --logdir LOG_DIR)",
+    )  # fmt: skip
 
 
 def make_agent(cls, parser: ArgumentParser, args: argparse.Namespace, env: str, defaults):
     """The example's agent: with ``--resume``, ``cls.load`` from LOG_DIR/checkpoint.npz
     (naming the settings flags it ignores); else a new one with ``defaults`` and the
     settings flags given. Collective: every rank must call this."""
-    run = dict(log_dir=args.log_dir, quiet=args.quiet, trace=args.trace)
+    run = dict(log_dir=args.log_dir, quiet=args.quiet, trace=args.trace,
+               tensorboard=args.tensorboard)  # fmt: skip
     given = settings_given(args, defaults)
     if not args.resume:
         return cls(env=env, config=replace(defaults, **given), **run)

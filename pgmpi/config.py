@@ -322,14 +322,17 @@ RUN_RULES = {
     "blas_threads": (lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1"),
     "trace": (lambda v: v in (True, False), "True or False"),
     "quiet": (lambda v: v in (True, False), "True or False"),
+    "tensorboard": (lambda v: v in (True, False), "True or False"),
 }
 
 
-def run_problem(log_dir, blas_threads, quiet, trace) -> str | None:
+def run_problem(log_dir, blas_threads, quiet, trace, tensorboard=False) -> str | None:
     """The first problem with an algorithm's run options, or None."""
-    problem = rules_problem(dict(blas_threads=blas_threads, quiet=quiet, trace=trace), RUN_RULES)
-    if problem is None and trace and log_dir is None:
-        problem = "trace=True needs a log_dir to write to"
+    options = dict(blas_threads=blas_threads, quiet=quiet, trace=trace, tensorboard=tensorboard)
+    problem = rules_problem(options, RUN_RULES)
+    for name in ("trace", "tensorboard"):
+        if problem is None and options[name] and log_dir is None:
+            problem = f"{name}=True needs a log_dir to write to"
     return problem
 
 

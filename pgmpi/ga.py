@@ -68,6 +68,8 @@ class PrunedGA:
             (``update`` = generations done) and rank: ``play_s`` is the rank's evaluation,
             ``gradient_s`` 0, ``update_s`` selection and mutation. Needs a ``log_dir``; costs
             one small gather per generation when on.
+        tensorboard: also write every logged row as TensorBoard scalars in ``log_dir``
+            (``pip install pgmpi[tensorboard]``; needs log_dir).
 
     Attributes:
         config: the run's settings as a dict (``env`` and every GAConfig field).
@@ -92,12 +94,14 @@ class PrunedGA:
         blas_threads: int | None = None,
         quiet: bool = False,
         trace: bool = False,
+        tensorboard: bool = False,
         **settings,
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
         problem = mpi.launcher_problem() or GAConfig.unknown_problem(settings)
         cfg = replace(config or GAConfig(), **settings) if problem is None else GAConfig()
-        problem = problem or cfg.problem() or run_problem(log_dir, blas_threads, quiet, trace)
+        options = (log_dir, blas_threads, quiet, trace, tensorboard)
+        problem = problem or cfg.problem() or run_problem(*options)
         name = env if isinstance(env, str) else "custom"
         if problem is None:
             try:
@@ -109,6 +113,7 @@ class PrunedGA:
         settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
         mpi.agree(settings, problem)
         self.log_dir, self.quiet, self._env, self.trace = log_dir, quiet, env, trace
+        self.tensorboard = tensorboard
         self.blas = threads.cap_blas_threads(blas_threads)
         self.net = PrunedNetwork((sizes[0], *cfg.hidden_sizes, sizes[1]), discrete=sizes[2])
         self._bounds = sizes[3]
@@ -117,7 +122,6 @@ class PrunedGA:
             elite_fraction=cfg.elite_fraction, prune_rate=cfg.prune_rate, seed=cfg.seed,
         )  # fmt: skip
         self.steps, self._evaluations = 0, 0
-        self._header = f"layers {self.net.sizes}, {self.net.n_weights} connections"
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
 
     @staticmethod
@@ -174,8 +178,9 @@ class PrunedGA:
             mask = self.optimizer.best_mask if told else self.optimizer.population[0]
         return self._action(self.net.weights(np.asarray(mask, dtype=bool)), observation)
 
-    def _generation(self, start: float, minutes: float | None) -> tuple[dict, bool]:
-        """Evaluate the population, tell the optimizer; returns (log row, stop vote)."""
+    def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
+        """Evaluate the population, tell the optimizer; returns the row to log, the stop
+        vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
         opt, P, E = self.optimizer, len(self.last_steps), self.config["episodes_per_individual"]
         me, n, g, masks = mpi.rank(), mpi.size(), self.generation, opt.ask()
         parent_steps = self.last_steps[np.maximum(opt.parents, 0)]
@@ -218,11 +223,9 @@ class PrunedGA:
             "time/generation_s": seconds,
             "time/elapsed_s": time.perf_counter() - start,
         }
-        if self.trace:
-            mine = dict(start_s=t0 - start, play_s=t1 - t0, grad_s=0.0, allreduce_s=t2 - t1)
-            ranks = mpi.gather_object(dict(mine, total_s=seconds))  # every rank's, to the root
-            self._log.trace(self.generation, ranks or [])  # written by the root only
-        return row, bool(buf[2 * P])  # float64 values are floats: fine for CSV and JSON
+        mine = dict(start_s=t0 - start, play_s=t1 - t0, grad_s=0.0, allreduce_s=t2 - t1)
+        # float64 values are floats: fine for CSV and JSON
+        return row, bool(buf[2 * P]), dict(mine, total_s=seconds)
 
     def train(
         self,
@@ -239,25 +242,30 @@ class PrunedGA:
         Args:
             generations: stop once this many generations in total have been evaluated
                 (counted from the start of the run, resumes included).
-            minutes: stop after the first generation that ends this many minutes after the call.
             target_return: stop once an individual's mean return reaches this.
-            checkpoint_path: save here every ``checkpoint_every`` generations and at the end.
-            callback: called on every rank after every generation with the logged row.
+            minutes, checkpoint_path, checkpoint_every, callback: as in :func:`pgmpi.loop.train`
+                (a step is a generation), which also says what no limit, errors and Ctrl-C do.
 
-        Without limits, trains until interrupted; Ctrl-C saves and stops every rank at the
-        end of the generation under way. Limits, errors and Ctrl-C: :func:`pgmpi.loop.train`.
         Collective: every rank must call this.
         """
         return loop.train(
-            self, lambda start: self._generation(start, minutes),
-            lambda: {"generations": self.generation}, dict(generations=generations),
-            lambda row: row is not None and row["charts/best_return"] >= target_return,
-            self._log_line, minutes=minutes, target_return=target_return,
-            checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every, callback=callback,
+            self, dict(generations=generations), minutes=minutes, target_return=target_return,
+            checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every,
+            callback=callback,
         )  # fmt: skip
 
+    def counts(self) -> dict[str, int]:
+        return {"generations": self.generation}
+
+    def reached(self, row: dict | None, target_return: float) -> bool:
+        return row is not None and row["charts/best_return"] >= target_return
+
+    def header(self) -> str:
+        return f"layers {self.net.sizes}, {self.net.n_weights} connections"
+
     @staticmethod
-    def _log_line(r: dict) -> str:
+    def line(r: dict) -> str:
+        """The printed line of one generation."""
         return (
             f"gen {r['generation']:5d} | fitness best {r['charts/best_fitness']:8.2f} "
             f"mean {r['charts/mean_fitness']:8.2f} min {r['charts/min_fitness']:8.2f} "

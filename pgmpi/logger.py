@@ -1,11 +1,11 @@
-"""Progress output on the root rank: one printed line and one CSV row per update.
+"""Progress output on the root rank: one printed line and one CSV row per step.
 
 The logger owns the "am I the root?" check, so algorithm code logs on every rank and only the
-root prints or writes (as in Spinning Up's ``logx``). Keys are namespaced like CleanRL's
-(``charts/running_reward``, ``perf/steps_per_s``); the CSV in ``log_dir/progress.csv`` has
-one column per key and is what ``pgmpi.plot`` reads. ParallelPG's per-update book-keeping
-(running reward, counters, the row: :func:`log_update`) and both algorithms' run header
-(:func:`open_log`, called by ``pgmpi.loop.train``) are here too.
+root prints or writes (as in Spinning Up's ``logx``). It knows no algorithm: a row is a dict
+of figures, namespaced like CleanRL's (``charts/running_reward``, ``perf/steps_per_s``); the
+CSV in ``log_dir/progress.csv`` has one column per key and is what ``pgmpi.plot`` reads.
+The run's settings go to ``log_dir/config.json``; with ``tensorboard=True`` every row also
+goes to TensorBoard scalars in ``log_dir`` (``pip install pgmpi[tensorboard]``).
 
 A run holds a lock on its log dir (``fcntl.flock`` on ``LOG_DIR/.lock``, which the OS drops
 when the process ends, however it ends), so a second run there is refused, naming the first,
@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import json
 import os
 import socket
 import time
 from pathlib import Path
-
-import numpy as np
 
 from pgmpi import mpi
 from pgmpi.version import __version__
@@ -45,6 +44,7 @@ class Logger:
         resume: append to an existing ``progress.csv`` instead of starting a new one.
         quiet: write the CSV but print nothing.
         trace: also write ``trace.csv`` (see :meth:`trace`).
+        tensorboard: also write every row as TensorBoard scalars in the log dir.
 
     Raises:
         ConfigError: on every rank, if the log dir cannot be made or written, or another
@@ -59,6 +59,7 @@ class Logger:
         resume: bool = False,
         quiet: bool = False,
         trace: bool = False,
+        tensorboard: bool = False,
     ):
         self.path = Path(log_dir) / "progress.csv" if log_dir is not None else None
         self.trace_path = Path(log_dir) / "trace.csv" if log_dir is not None else None
@@ -78,7 +79,25 @@ class Logger:
                     self.trace_path.unlink()  # another run's: it would mislead
             except OSError as e:
                 problem = f"cannot use log dir {str(self.path.parent)!r}: {e}"
+        self._scalars, self._rows = None, 0
+        if problem is None and tensorboard and self.path is not None and mpi.is_root():
+            try:
+                from pgmpi.tensorboard import ScalarWriter
+
+                self._scalars = ScalarWriter(self.path.parent)
+            except ImportError as e:
+                problem = str(e)
         mpi.agree({}, problem)  # a bad log dir stops every rank here, before anything is written
+
+    def save_config(self, config: dict) -> None:
+        """Write the run's settings to ``config.json`` in the log dir, on the root rank (a
+        new file replaces the old one whole)."""
+        if self.path is None or not mpi.is_root():
+            return
+        path = self.path.parent / "config.json"
+        part = path.with_name(path.name + ".part")
+        part.write_text(json.dumps(config, indent=2, default=str) + "\n")
+        os.replace(part, path)
 
     def print(self, text: str) -> None:
         """Print ``text`` on the root rank."""
@@ -91,11 +110,15 @@ class Logger:
             self._said.add(text)
             self.print(text)
 
-    def log(self, row: dict, line: str) -> None:
-        """Append ``row`` to the CSV and print ``line``, on the root rank only."""
+    def log(self, row: dict, line: str, step: int | None = None) -> None:
+        """Append ``row`` to the CSV (and to TensorBoard, at ``step``: default, the rows
+        logged so far) and print ``line``, on the root rank only."""
         if not mpi.is_root():
             return
         self.print(line)
+        self._rows += 1
+        if self._scalars is not None:
+            self._scalars.write(row, self._rows if step is None else step)
         if self.path is None:
             return
         new = self._columns is None
@@ -107,11 +130,17 @@ class Logger:
                 writer.writeheader()
             writer.writerow(row)
 
-    def trace(self, update: int, ranks: list[dict]) -> None:
+    def close(self) -> None:
+        """Finish the TensorBoard file, if any (the CSV is closed after every row)."""
+        if self._scalars is not None:
+            self._scalars.close()
+            self._scalars = None
+
+    def trace(self, update: int, ranks: list[dict] | None) -> None:
         """Append update ``update``'s rows to ``trace.csv`` on the root rank, from every
         rank's ``start_s``, ``play_s``, ``grad_s``, ``allreduce_s`` and ``total_s`` (the
         figures :func:`rank_figures` reads; the update's own step is what is left)."""
-        if not (mpi.is_root() and self.tracing and self.trace_path is not None):
+        if not (mpi.is_root() and self.tracing and self.trace_path is not None and ranks):
             return
         new = not self.trace_path.exists()
         with open(self.trace_path, "a", newline="") as f:
@@ -179,23 +208,6 @@ def lock_log_dir(folder: str | Path) -> str | None:
     return None
 
 
-def open_log(agent, done: int, unit: str) -> Logger:
-    """``agent._log``, an algorithm's logger, made at its first ``train``: a run resumed after
-    ``done`` steps (``unit``: ``"update"``, ``"generation"``) has its logs cut back to them and
-    appended to, and the run's header is printed (:func:`run_header`, ``agent._header``, then
-    the step it starts at). ``agent`` has ``log_dir``, ``quiet``, ``trace``, ``algorithm``,
-    ``config["env"]``, ``blas`` and ``_header``.
-
-    Collective: every rank must call this.
-    """
-    if not hasattr(agent, "_log"):
-        agent._log = Logger(agent.log_dir, resume=done > 0, quiet=agent.quiet, trace=agent.trace)
-        agent._log.truncate(done)
-        details = f"{agent._header} | {unit} {done}"
-        agent._log.print(run_header(agent.algorithm, agent.config["env"], agent.blas, details))
-    return agent._log
-
-
 def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:
     """The first line of a run: version, algorithm, env, ranks, MPI library, BLAS threads
     per rank and where that count came from (``blas`` is :func:`threads.cap_blas_threads`'s)."""
@@ -206,20 +218,6 @@ def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:
         f"{mpi.library_version()} | BLAS {blas['blas']}, {n} thread{'s' * (n != 1)}/rank"
         f"{source} | {details}"
     )
-
-
-def pg_details(params: int, config: dict, learning_rate: float, slots_note: str, n: int) -> str:
-    """ParallelPG's part of the run header: parameters, slots and how they play, the
-    optimizer; then a warning line if some of the ``n`` ranks have no slot."""
-    c = config
-    details = (
-        f"{params:,} params | {c['slots']} slots ({slots_note}) of {c['steps_per_slot']} steps"
-        + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
-        + f" | {c['optimizer']} lr {learning_rate:g}, {c['batch_gradient']} over slots"
-    )
-    if c["slots"] < n:
-        details += f"\nwarning: {n - c['slots']} of {n} ranks idle: use slots >= {n}"
-    return details
 
 
 def rank_figures(ranks: list[dict]) -> dict:
@@ -241,65 +239,6 @@ def rank_figures(ranks: list[dict]) -> dict:
         "perf/wait_fraction": sum(r["allreduce_s"] - cost for r in ranks) / (len(ranks) * wall),
         "perf/grad_s": max(r["grad_s"] for r in ranks),
     }
-
-
-def progress_row(agent, games: list[tuple], ranks: list[dict], elapsed: float) -> dict:
-    """ParallelPG's logged row for one update, from the ``agent``'s counters (``episodes``,
-    ``update``, ``steps``, ``running_reward``, ``recent_returns``, ``config``), the games
-    finished in the update as (slot, return, length), every rank's figures (see
-    :func:`rank_figures`) and the seconds since ``train`` was called."""
-    nan, returns, cap = float("nan"), list(agent.recent_returns), agent.config["max_episode_steps"]
-    return {
-        "episodes": agent.episodes,
-        "update": agent.update,
-        "steps": agent.steps,
-        "charts/running_reward": nan if agent.running_reward is None else agent.running_reward,
-        "charts/mean_return_100": float(np.mean(returns)) if returns else nan,
-        "charts/games": len(games),
-        "charts/mean_return": float(np.mean([g[1] for g in games])) if games else nan,
-        "charts/mean_length": float(np.mean([g[2] for g in games])) if games else nan,
-        "charts/capped_games": sum(g[2] >= cap for g in games),
-        "time/elapsed_s": elapsed,
-        **rank_figures(ranks),
-    }
-
-
-def log_update(log: Logger, agent, ranks: list[tuple[list, dict]], start: float) -> dict:
-    """The post's "boring book-keeping" after a ParallelPG update; returns its logged row.
-
-    From every rank's (finished games as (slot, return, length), figures): the agent's
-    running reward and last 100 returns take each game in slot order, and in order of play
-    within a slot (the same on any rank count); its ``update``, ``episodes`` and ``steps``
-    counters move on; the trace rows are written (when tracing); games cut at
-    ``max_episode_steps`` are noted, once; the row (:func:`progress_row`) is built with the
-    seconds since ``start``, the ``time.perf_counter()`` of the call to ``train``.
-    """
-    games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
-    for _, ret, _ in games:
-        rr = agent.running_reward
-        agent.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
-        agent.recent_returns.append(ret)
-    figures = [r for _, r in ranks]
-    agent.update, agent.episodes = agent.update + 1, agent.episodes + len(games)
-    agent.steps += sum(r["steps"] for r in figures)
-    row = progress_row(agent, games, figures, time.perf_counter() - start)
-    log.trace(agent.update, figures)  # every rank's times are here already: no collective
-    if row["charts/capped_games"]:  # said once; the CSV counts them
-        log.print_once(f"note: games cut at max_episode_steps={agent.config['max_episode_steps']}")
-    return row
-
-
-def progress_line(row: dict) -> str:
-    """ParallelPG's printed line for one update."""
-    return (
-        f"upd {row['update']:5d} | games {row['episodes']:6d} | steps {row['steps']:10,d} | "
-        f"running {row['charts/running_reward']:7.2f} | "
-        f"mean100 {row['charts/mean_return_100']:7.2f} | "
-        f"steps/s {row['perf/steps_per_s']:6.0f} "
-        f"(rank {row['perf/rank_steps_per_s_min']:.0f}-{row['perf/rank_steps_per_s_max']:.0f})"
-        f" | wait {100 * row['perf/wait_fraction']:4.1f}%"
-        f" | allreduce {1e3 * row['perf/allreduce_s']:5.1f} ms"
-    )
 
 
 def _duration(seconds: float) -> str:

@@ -1,10 +1,11 @@
 """The training loop ParallelPG and PrunedGA share: limits, progress lines, checkpoints, Ctrl-C.
 
-An algorithm gives :func:`train` its one step (an update, a generation) and its counters;
-this module checks the limits, runs steps until one is reached, prints each step's line
-with the fraction done and an ETA, saves checkpoints, and stops every rank together on
-Ctrl-C (with the checkpoint saved). Every decision here is taken from figures that are the
-same on every rank, so every rank leaves the loop at the same step.
+An algorithm hands :func:`train` itself, as a :class:`Trainable`: its one step (an update,
+a generation), its counters and its figures. This module makes the logger, checks the
+limits, runs steps until one is reached, prints each step's line with the fraction done and
+an ETA, saves checkpoints, writes the trace, stops every rank together on Ctrl-C (with the
+checkpoint saved), and ends with a summary. Every decision here is taken from figures that
+are the same on every rank, so every rank leaves the loop at the same step.
 """
 
 from __future__ import annotations
@@ -12,19 +13,57 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from pgmpi import checkpoint, mpi
 from pgmpi.config import check_limits
-from pgmpi.logger import limits_note, open_log
+from pgmpi.logger import Logger, limits_note, run_header
+
+
+class Trainable(Protocol):
+    """What :func:`train` needs of an algorithm.
+
+    Attributes:
+        algorithm: its name (``"ParallelPG"``), as checkpoints record it.
+        config: its settings, with ``"env"``; written to ``log_dir/config.json``.
+        log_dir, quiet, trace, tensorboard: where and how to log.
+        blas: what :func:`pgmpi.threads.cap_blas_threads` returned.
+    """
+
+    algorithm: str
+    config: dict
+    log_dir: str | Path | None
+    quiet: bool
+    trace: bool
+    tensorboard: bool
+    blas: dict
+
+    def counts(self) -> dict[str, int]:
+        """The counters that limits bound, by name; the first one counts steps."""
+
+    def header(self) -> str:
+        """The algorithm's part of the run header (its network, work split, optimizer)."""
+
+    def step(self, log: Logger, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
+        """One update or generation, given the ``time.perf_counter()`` of the start of the
+        call to :func:`train`: (the row to log, the same on every rank; True if any rank has
+        run past ``minutes``; this rank's seconds for the trace: ``start_s``, ``play_s``,
+        ``grad_s``, ``allreduce_s``, ``total_s``)."""
+
+    def line(self, row: dict) -> str:
+        """The progress line of a row (the fraction done and ETA are added here)."""
+
+    def reached(self, row: dict | None, target_return: float) -> bool:
+        """Whether the target return is reached, given the last row (None before the
+        first step of this call)."""
+
+    def save(self, path: str | Path) -> Path:
+        """Write a checkpoint. Collective."""
 
 
 def train(
-    agent,
-    step: Callable[[float], tuple[dict, bool]],
-    counts: Callable[[], dict[str, int]],
+    agent: Trainable,
     limits: dict[str, int | None],
-    target: Callable[[dict | None], bool],
-    line: Callable[[dict], str],
     *,
     minutes: float | None,
     target_return: float | None,
@@ -32,18 +71,10 @@ def train(
     checkpoint_every: int,
     callback: Callable[[dict], None] | None,
 ):
-    """Run ``step`` until a limit is reached; returns ``agent``. Collective.
+    """Run ``agent``'s steps until a limit is reached; returns ``agent``. Collective.
 
     Args:
-        agent: has ``save(path)`` and what :func:`pgmpi.logger.open_log` reads.
-        step: one update or generation, given the ``time.perf_counter()`` of the start of
-            this call: (logged row, True if any rank has run past ``minutes``).
-        counts: the counters that ``limits`` limit, by the same names, the first one
-            counting steps (``{"updates": ..., "episodes": ...}``).
-        limits: each counter's limit (None: none), as the user passed them.
-        target: whether the target return is reached, given the last row (None before the
-            first step of this call).
-        line: the progress line of a row (the fraction done and ETA are added here).
+        limits: each counter's limit (None: none), by the names of ``agent.counts()``.
         minutes: stop after the first step that ends this many minutes after the call.
         target_return: the algorithm's ``train`` says what reaching it means.
         checkpoint_path: save here every ``checkpoint_every`` steps and at the end.
@@ -52,7 +83,8 @@ def train(
     Without limits, trains until interrupted. A limit already reached trains nothing.
     Ctrl-C stops every rank at the end of the step under way: every rank agrees, the
     checkpoint is saved (with ``checkpoint_path``), then KeyboardInterrupt is raised; a
-    second Ctrl-C raises at once.
+    second Ctrl-C raises at once. The last lines say what stopped the run, its final figures,
+    and where the checkpoint and logs are.
 
     Raises:
         ConfigError: on every rank, before any file changes, if a limit is not None or a
@@ -64,39 +96,69 @@ def train(
         checkpoint_path, agent.algorithm, agent.config["env"]
     )
     mpi.agree(dict(limits, minutes=minutes, target_return=target_return), problem)
-    first, unit = counts(), next(iter(limits))
-    log = open_log(agent, first[unit], unit.removesuffix("s"))  # "update 12"
+    first = agent.counts()
+    unit = next(iter(limits))
+    step_name = unit.removesuffix("s")  # "update", "generation"
+    log = Logger(agent.log_dir, resume=first[unit] > 0, quiet=agent.quiet, trace=agent.trace,
+                 tensorboard=agent.tensorboard)  # fmt: skip
+    log.truncate(first[unit])  # a resumed run's logs, cut back to its checkpoint
+    log.save_config(agent.config)
+    details = f"{agent.header()} | {step_name} {first[unit]}"
+    log.print(run_header(agent.algorithm, agent.config["env"], agent.blas, details))
     if all(v is None for v in (*limits.values(), minutes, target_return)):
         log.print("no limit given: training until interrupted")
     reached = [
         f"the limit of {v} {k}" for k, v in limits.items() if v is not None and first[k] >= v
     ]
-    if reached or (target_return is not None and target(None)):
+    if reached or (target_return is not None and agent.reached(None, target_return)):
         log.print(f"{(reached or ['the target return'])[0]} already reached: nothing to train")
+        log.close()
         return agent
     start = time.perf_counter()
-    with mpi.deferred_interrupts():  # Ctrl-C waits for the end of the step under way
-        while True:
-            row, stop = step(start)
-            now = counts()
-            progress = {k: (first[k], now[k], limits[k]) for k in limits}
-            log.log(row, line(row) + limits_note(row["time/elapsed_s"], minutes, target_return,
-                                                 **progress))  # fmt: skip
-            if callback is not None:
-                callback(row)
-            done = (
-                stop
-                or any(v is not None and now[k] >= v for k, v in limits.items())
-                or (target_return is not None and target(row))
-            )
-            if checkpoint_path is not None and (done or now[unit] % checkpoint_every == 0):
-                agent.save(checkpoint_path)
-            if done:
-                return agent
-            if mpi.interrupt_requested():  # Ctrl-C on any rank: all stop here, together
-                if checkpoint_path is not None:
+    try:
+        with mpi.deferred_interrupts():  # Ctrl-C waits for the end of the step under way
+            while True:
+                row, stop, times = agent.step(log, start, minutes)
+                now = agent.counts()
+                if agent.trace:
+                    log.trace(now[unit], mpi.gather_object(times))  # every rank's, to the root
+                progress = {k: (first[k], now[k], limits[k]) for k in limits}
+                note = limits_note(row["time/elapsed_s"], minutes, target_return, **progress)
+                log.log(row, agent.line(row) + note, step=now[unit])
+                if callback is not None:
+                    callback(row)
+                why = _stopped_by(limits, now, stop, minutes, target_return, agent, row)
+                if checkpoint_path is not None and (why or now[unit] % checkpoint_every == 0):
                     agent.save(checkpoint_path)
-                    where = f"{unit.removesuffix('s')} {now[unit]}"  # "update 12"
-                    log.print(f"interrupted: saved {checkpoint_path} at {where}")
-                mpi.barrier()  # the root's write is complete before any rank exits
-                raise KeyboardInterrupt
+                if why:
+                    log.print(_summary(why, agent.line(row), checkpoint_path, now[unit],
+                                       step_name, agent.log_dir))  # fmt: skip
+                    return agent
+                if mpi.interrupt_requested():  # Ctrl-C on any rank: all stop here, together
+                    if checkpoint_path is not None:
+                        agent.save(checkpoint_path)
+                        where = f"{step_name} {now[unit]}"  # "update 12"
+                        log.print(f"interrupted: saved {checkpoint_path} at {where}")
+                    mpi.barrier()  # the root's write is complete before any rank exits
+                    raise KeyboardInterrupt
+    finally:
+        log.close()
+
+
+def _stopped_by(limits, now, stop, minutes, target_return, agent, row) -> str | None:
+    """What ends the run after this step, in words, or None to go on."""
+    for k, v in limits.items():
+        if v is not None and now[k] >= v:
+            return f"the limit of {v:,} {k}"
+    if target_return is not None and agent.reached(row, target_return):
+        return f"the target return {target_return:g}"
+    if stop:
+        return f"the time limit of {minutes:g} min"
+    return None
+
+
+def _summary(why: str, line: str, path, count: int, step_name: str, log_dir) -> str:
+    """The run's last lines: what stopped it, its final figures, where its files are."""
+    saved = f"checkpoint {path} ({step_name} {count})" if path is not None else "no checkpoint"
+    logs = f"logs in {log_dir}" if log_dir is not None else "no log dir"
+    return f"done: stopped by {why}\nfinal: {line}\nsaved: {saved}; {logs}"

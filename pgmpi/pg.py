@@ -27,7 +27,7 @@ import numpy as np
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
 from pgmpi.config import EVALUATE_RULES, PRESETS, PGConfig, is_int, rules_problem, run_problem
 from pgmpi.envs import PONG_ID
-from pgmpi.logger import log_update, pg_details, progress_line
+from pgmpi.logger import rank_figures
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -44,6 +44,12 @@ def discounted_returns(rewards: np.ndarray, gamma: float, ends: np.ndarray) -> n
         running = (0.0 if ends[t] else running * gamma) + rewards[t]
         out[t] = running
     return out
+
+
+def mean(values) -> float:
+    """The mean of ``values``, or NaN if there are none (a logged figure)."""
+    values = list(values)
+    return float(np.mean(values)) if values else float("nan")
 
 
 def standardise(x: np.ndarray) -> np.ndarray:
@@ -67,6 +73,8 @@ class ParallelPG:
         blas_threads: BLAS threads per rank; None: :func:`pgmpi.threads.default_threads`.
         quiet: print nothing (the CSV is still written).
         trace: write each rank's seconds per update phase to ``log_dir/trace.csv`` (needs log_dir).
+        tensorboard: also write every logged row as TensorBoard scalars in ``log_dir``
+            (``pip install pgmpi[tensorboard]``; needs log_dir).
 
     Attributes:
         config: the run's settings as a dict (``env`` and every PGConfig field, ``slots``
@@ -90,6 +98,7 @@ class ParallelPG:
         blas_threads: int | None = None,
         quiet: bool = False,
         trace: bool = False,
+        tensorboard: bool = False,
         **settings,
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
@@ -97,7 +106,11 @@ class ParallelPG:
         # The launch is checked first: nothing is made or written in a mismatched one.
         problem = mpi.launcher_problem() or PGConfig.unknown_problem(settings)
         cfg = replace(config or PGConfig(), **settings) if problem is None else PGConfig()
-        problem = problem or cfg.problem() or run_problem(log_dir, blas_threads, quiet, trace)
+        problem = (
+            problem
+            or cfg.problem()
+            or run_problem(log_dir, blas_threads, quiet, trace, tensorboard)
+        )
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
@@ -109,8 +122,11 @@ class ParallelPG:
         cfg = replace(cfg, slots=slots, whole_games=whole_games)
         named = env if isinstance(env, str) else getattr(probe, "env_id", "custom")
         self.config = {"env": named} | cfg.as_dict()
-        mpi.agree(dict(self.config, version=__version__, numpy=np.__version__), problem)
+        # trace is agreed too: with it on, every rank joins one more gather per update
+        agreed = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
+        mpi.agree(agreed, problem)
         self.probe, self.log_dir, self.quiet, self.trace = probe, log_dir, quiet, trace
+        self.tensorboard = tensorboard
         self._make_env = env  # the id or factory itself: evaluation plays the same env
         self.blas = threads.cap_blas_threads(blas_threads)
         init, bernoulli = rng.stream(cfg.seed, rng.INIT), probe.is_pong  # Pong: one up/down logit
@@ -124,7 +140,7 @@ class ParallelPG:
         self.update, self.episodes, self.steps, self._evaluations = 0, 0, 0, 0
         self.running_reward, self._act_prev = None, None  # no game finished, no frame seen yet
         self.recent_returns, self.open_rallies = deque(maxlen=100), rollout.OpenRallies()
-        self._header = pg_details(size, self.config, lr, slots_note, n)
+        self._slots_note = slots_note
 
     def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
         """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
@@ -188,22 +204,77 @@ class ParallelPG:
         Collective: every rank must call this.
         """
         return loop.train(
-            self, lambda start: self._step(start, minutes),
-            lambda: {"updates": self.update, "episodes": self.episodes},
-            dict(updates=updates, episodes=episodes),
-            lambda row: len(self.recent_returns) == 100
-            and np.mean(self.recent_returns) >= target_return,
-            progress_line, minutes=minutes, target_return=target_return,
-            checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every, callback=callback,
+            self, dict(updates=updates, episodes=episodes), minutes=minutes,
+            target_return=target_return, checkpoint_path=checkpoint_path,
+            checkpoint_every=checkpoint_every, callback=callback,
         )  # fmt: skip
 
-    def _step(self, start: float, minutes: float | None) -> tuple[dict, bool]:
-        """One update, then every rank's games and figures shared: (logged row, stop vote)."""
+    def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
+        """One update, then the post's "boring book-keeping": every game finished on any
+        rank, in slot order and in order of play within a slot (the same on any rank count),
+        moves the running reward and the last 100 returns on. Returns the row to log, the
+        stop vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
         finished, mine = self._one_update(start)
         mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
         ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
-        # The post's book-keeping (running reward, counters) and the row to log; the stop vote.
-        return log_update(self._log, self, ranks, start), any(r["stop"] for _, r in ranks)
+        games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
+        for _, ret, _ in games:
+            rr = self.running_reward
+            self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
+            self.recent_returns.append(ret)
+        figures = [r for _, r in ranks]
+        self.update, self.episodes = self.update + 1, self.episodes + len(games)
+        self.steps += sum(r["steps"] for r in figures)
+        nan, cap = float("nan"), self.config["max_episode_steps"]
+        row = {
+            "episodes": self.episodes,
+            "update": self.update,
+            "steps": self.steps,
+            "charts/running_reward": nan if self.running_reward is None else self.running_reward,
+            "charts/mean_return_100": mean(self.recent_returns),
+            "charts/games": len(games),
+            "charts/mean_return": mean([g[1] for g in games]),
+            "charts/mean_length": mean([g[2] for g in games]),
+            "charts/capped_games": sum(g[2] >= cap for g in games),
+            "time/elapsed_s": time.perf_counter() - start,
+            **rank_figures(figures),
+        }
+        if row["charts/capped_games"]:  # said once; the CSV counts them
+            log.print_once(f"note: games cut at max_episode_steps={cap}")
+        return row, any(r["stop"] for r in figures), mine
+
+    def counts(self) -> dict[str, int]:
+        return {"updates": self.update, "episodes": self.episodes}
+
+    def reached(self, row: dict | None, target_return: float) -> bool:
+        return len(self.recent_returns) == 100 and mean(self.recent_returns) >= target_return
+
+    def header(self) -> str:
+        """Parameters, slots and how they play, the optimizer; then a warning line if some
+        ranks have no slot."""
+        c, n = self.config, mpi.size()
+        text = (
+            f"{self.net.params.size:,} params | {c['slots']} slots ({self._slots_note}) of "
+            f"{c['steps_per_slot']} steps"
+            + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
+            + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
+        )
+        if c["slots"] < n:
+            text += f"\nwarning: {n - c['slots']} of {n} ranks idle: use slots >= {n}"
+        return text
+
+    @staticmethod
+    def line(row: dict) -> str:
+        """The printed line of one update."""
+        return (
+            f"upd {row['update']:5d} | games {row['episodes']:6d} | steps {row['steps']:10,d} | "
+            f"running {row['charts/running_reward']:7.2f} | "
+            f"mean100 {row['charts/mean_return_100']:7.2f} | "
+            f"steps/s {row['perf/steps_per_s']:6.0f} "
+            f"(rank {row['perf/rank_steps_per_s_min']:.0f}-{row['perf/rank_steps_per_s_max']:.0f})"
+            f" | wait {100 * row['perf/wait_fraction']:4.1f}%"
+            f" | allreduce {1e3 * row['perf/allreduce_s']:5.1f} ms"
+        )
 
     def evaluate(self, episodes: int = 10, greedy: bool = False, sticky: bool = False) -> float:
         """Mean return over ``episodes`` whole games shared out over ranks (no learning),

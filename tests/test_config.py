@@ -1,0 +1,76 @@
+"""Tier 1: the settings dataclasses, the flags built from them, and what a run writes down."""
+
+import argparse
+import json
+from dataclasses import asdict, fields, replace
+
+import pytest
+
+from pgmpi import ConfigError, ParallelPG, PrunedGA
+from pgmpi.cli import add_run_flags, add_settings, settings_given
+from pgmpi.config import PRESETS, GAConfig, PGConfig
+
+TINY = dict(env="CartPole-v1", hidden_size=4, slots=2, steps_per_slot=1, blas_threads=1)
+
+
+def test_presets_are_the_defaults_with_some_fields_replaced():
+    assert PRESETS["fast"] == PGConfig()
+    changed = {k for k, v in asdict(PRESETS["karpathy"]).items() if v != getattr(PGConfig(), k)}
+    assert changed == {
+        "optimizer", "learning_rate", "slots", "steps_per_slot", "whole_games", "batch_gradient"
+    }  # fmt: skip
+
+
+def test_every_field_has_a_doc_and_the_defaults_pass_their_own_check():
+    for cls in (PGConfig, GAConfig):
+        assert all(f.metadata["doc"] for f in fields(cls)), cls
+        assert cls().problem() is None
+    assert "learning_rate must be > 0, got -1" in replace(PGConfig(), learning_rate=-1).problem()
+
+
+def test_flags_carry_the_fields_defaults_and_parse_only_what_was_given():
+    p = argparse.ArgumentParser()
+    add_settings(p, PRESETS["karpathy"], label="karpathy preset: ")
+    add_run_flags(p, "runs/x", "update", 10)
+    help_text = " ".join(p.format_help().split())
+    assert "(karpathy preset: 0.0001)" in help_text and "(karpathy preset: rmsprop)" in help_text
+    args = p.parse_args(["--hidden-size", "8", "--sticky-actions"])
+    assert settings_given(args, PGConfig()) == {"hidden_size": 8, "sticky_actions": True}
+    with pytest.raises(SystemExit):
+        p.parse_args(["--slots", "0"])
+    ga = argparse.ArgumentParser()
+    add_settings(ga, GAConfig())
+    assert settings_given(ga.parse_args(["--hidden-sizes", "8", "8"]), GAConfig()) == {
+        "hidden_sizes": [8, 8]
+    }
+
+
+def test_an_unknown_setting_is_a_config_error_naming_it():
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) \['hiden_size'\]"):
+        ParallelPG(env="CartPole-v1", hiden_size=4)
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) \['populaton_size'\]"):
+        PrunedGA(populaton_size=4)
+
+
+def test_a_config_and_keywords_combine_and_the_config_is_what_is_kept():
+    agent = ParallelPG(config=PRESETS["karpathy"], **TINY, quiet=True)
+    assert agent.config["optimizer"] == "rmsprop" and agent.config["hidden_size"] == 4
+    assert set(agent.config) == {"env"} | {f.name for f in fields(PGConfig)}
+
+
+def test_a_run_writes_its_settings_and_ends_with_a_summary(tmp_path, capsys):
+    agent = ParallelPG(**TINY, log_dir=tmp_path)
+    agent.train(updates=2, checkpoint_path=tmp_path / "ck.npz")
+    assert json.loads((tmp_path / "config.json").read_text()) == agent.config
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3] == "done: stopped by the limit of 2 updates"
+    assert out[-2].startswith("final: upd     2 |")
+    assert out[-1] == f"saved: checkpoint {tmp_path / 'ck.npz'} (update 2); logs in {tmp_path}"
+
+
+def test_tensorboard_rows_are_written_beside_the_csv(tmp_path):
+    pytest.importorskip("tensorboardX")
+    ParallelPG(**TINY, log_dir=tmp_path, quiet=True, tensorboard=True).train(updates=3)
+    assert list(tmp_path.glob("events.out.tfevents.*"))
+    with pytest.raises(ConfigError, match="tensorboard=True needs a log_dir"):
+        ParallelPG(**TINY, tensorboard=True)
