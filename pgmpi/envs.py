@@ -41,8 +41,9 @@ def make_gym(env: str | Callable, **kwargs):
 class Game:
     """One persistent game (a "slot"): a gymnasium env seen as a policy-gradient task.
 
-    Any env with a discrete action space and a 1-D box observation: inputs are the
-    observations (float32), actions are the env's, and a rally is the whole episode.
+    Any env with a 1-D box observation and a discrete or a bounded 1-D box action space:
+    inputs are the observations (float32), actions are the env's, and a rally is the whole
+    episode. (ParallelPG needs a discrete one; PrunedGA takes both.)
 
     Args:
         env: a gymnasium id or a zero-argument factory.
@@ -52,7 +53,9 @@ class Game:
 
     Attributes:
         n_inputs, n_actions, is_pong, env_id.
+        discrete: the action space is Discrete (else a bounded 1-D Box of n_actions).
         x: the current input (the one to act on), sparse: (indices, float32 values).
+        obs: the current observation as the env gave it.
         score, length: return and agent steps of the game in progress so far.
         live: a game is in progress (False before the first ``new_game`` and after its end).
     """
@@ -66,11 +69,16 @@ class Game:
         self.env_id = env if isinstance(env, str) else None
         self.env = self._make(env)
         self.env_id = self.env_id or getattr(self.env.spec, "id", "custom")
-        act_space = self.env.action_space
-        if not isinstance(act_space, gym.spaces.Discrete):
-            raise ValueError(f"env {self.env_id!r}: action space {act_space} is not Discrete")
-        self.n_inputs, self.n_actions = self._sizes(self.env.observation_space, int(act_space.n))
-        self.x, self.score, self.length, self.live = None, 0.0, 0, False
+        act = self.action_space = self.env.action_space
+        self.discrete = isinstance(act, gym.spaces.Discrete)
+        if not (self.discrete or (isinstance(act, gym.spaces.Box) and len(act.shape) == 1
+                                  and act.is_bounded())):  # fmt: skip
+            raise ValueError(
+                f"env {self.env_id!r}: action space {act} is neither Discrete nor a bounded 1-D Box"
+            )
+        n_actions = int(act.n) if self.discrete else act.shape[0]
+        self.n_inputs, self.n_actions = self._sizes(self.env.observation_space, n_actions)
+        self.x, self.obs, self.score, self.length, self.live = None, None, 0.0, 0, False
 
     def _make(self, env: str | Callable):
         return make_gym(env)
@@ -88,23 +96,24 @@ class Game:
 
     def new_game(self, seed: int) -> None:
         """Start a game whose randomness is fixed by ``seed``."""
-        obs, _ = self.env.reset(seed=seed)
-        self.x = sparse(np.asarray(obs, dtype=np.float32))
+        self.obs, _ = self.env.reset(seed=seed)
+        self.x = sparse(np.asarray(self.obs, dtype=np.float32))
         self.score, self.length, self.live = 0.0, 0, True
 
-    def _advance(self, action: int) -> tuple[float, bool, bool]:
-        """Step the env with action index ``action``, set ``x``: (reward, terminated,
+    def _advance(self, action) -> tuple[float, bool, bool]:
+        """Step the env with ``action``, set ``obs`` and ``x``: (reward, terminated,
         truncated)."""
-        obs, reward, terminated, truncated, _ = self.env.step(action)
-        self.x = sparse(np.asarray(obs, dtype=np.float32))
+        self.obs, reward, terminated, truncated, _ = self.env.step(action)
+        self.x = sparse(np.asarray(self.obs, dtype=np.float32))
         return reward, terminated, truncated
 
     def _rally_over(self, reward: float) -> bool:
         """Whether a rally ends at this reward although the game goes on (never, here)."""
         return False
 
-    def step(self, action: int) -> tuple[float, bool, bool]:
-        """Take action index ``action``; return (reward, rally over, game over)."""
+    def step(self, action) -> tuple[float, bool, bool]:
+        """Take ``action`` (an action index, or a vector for a Box action space); return
+        (reward, rally over, game over)."""
         reward, terminated, truncated = self._advance(action)
         self.length += 1
         capped = self.max_steps is not None and self.length >= self.max_steps
@@ -144,6 +153,10 @@ class Game:
         """Continue the game that ``snapshot`` saved (``seed``: the env's first reset)."""
         score, length, live = snap["score"]
         self.score, self.length, self.live = float(score), int(length), bool(live)
+
+    def screen(self) -> np.ndarray:
+        """The picture of the game now, RGB (an env made with ``render_mode="rgb_array"``)."""
+        return self.env.render()
 
     def close(self) -> None:
         self.env.close()

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, loop, mpi, rng, threads
+from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
 from pgmpi.config import GAConfig, first_problem, is_int, run_problem
-from pgmpi.envs import make_gym
+from pgmpi.envs import Game, make_gym
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
@@ -151,16 +151,15 @@ class PrunedGA:
         """Total return and steps of ``episodes`` episodes seeded from ``stream``, in a new env:
         Box2D envs carry state from one episode into the next, so reusing one would make the
         results depend on which individuals this rank happened to play before."""
-        env, total, steps = make_gym(self._env), 0.0, 0
-        cap = self.config["max_episode_steps"]
+        game, total, steps = Game(self._env, self.config["max_episode_steps"]), 0.0, 0
         for _ in range(episodes):
-            obs, _ = env.reset(seed=rng.env_seed(stream))
-            done, length = False, 0
-            while not done:
-                obs, r, terminated, truncated, _ = env.step(self._action(weights, obs))
-                total, steps, length = total + float(r), steps + 1, length + 1
-                done = terminated or truncated or length >= cap
-        env.close()
+            rewards, _ = rollout.episode(
+                game, lambda g: self._action(weights, g.obs), rng.env_seed(stream)
+            )
+            for r in rewards:  # one running sum over every episode, step by step
+                total += r
+            steps += len(rewards)
+        game.close()
         return total, steps
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray):
@@ -297,11 +296,12 @@ class PrunedGA:
         if mask is None:
             told = self.optimizer.best_fitness > -np.inf
             mask = self.optimizer.best_mask if told else self.optimizer.population[0]
-        weights, returns = self.net.weights(np.asarray(mask, dtype=bool)), np.zeros(episodes)
-        for e in range(mpi.rank(), episodes, mpi.size()):
-            stream = rng.stream(self.config["seed"], rng.EVALUATE, self._evaluations, e)
-            returns[e] = self._play(weights, stream, 1)[0]
-        return float(mpi.allreduce_sum_(returns).mean())  # each return lives on one rank
+        weights = self.net.weights(np.asarray(mask, dtype=bool))
+        returns = rollout.evaluation_returns(
+            episodes, self.config["seed"], self._evaluations,
+            lambda streams: [self._play(weights, stream, 1)[0] for stream in streams],
+        )  # fmt: skip
+        return float(returns.mean())
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask, rate and history to ``path`` (root only, atomic)."""

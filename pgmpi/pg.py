@@ -292,12 +292,13 @@ class ParallelPG:
         given = dict(episodes=episodes, greedy=greedy, sticky=sticky)
         mpi.agree(given, rules_problem(given, EVALUATE_RULES))
         self._evaluations += 1
-        returns, mine = np.zeros(episodes), list(range(mpi.rank(), episodes, mpi.size()))
-        seed, cap = self.config["seed"], self.config["max_episode_steps"]
-        streams = [rng.stream(seed, rng.EVALUATE, self._evaluations, e) for e in mine]
-        new_game = partial(rollout.make_game, self._make_env, sticky, cap)
-        returns[mine] = rollout.whole_games(self.net, new_game, streams, greedy)
-        self.evaluation_returns = mpi.allreduce_sum_(returns)  # each return lives on one rank
+        new_game = partial(
+            rollout.make_game, self._make_env, sticky, self.config["max_episode_steps"]
+        )
+        self.evaluation_returns = rollout.evaluation_returns(
+            episodes, self.config["seed"], self._evaluations,
+            lambda streams: rollout.whole_games(self.net, new_game, streams, greedy),
+        )  # fmt: skip
         return float(self.evaluation_returns.mean())
 
     def act(self, observation: np.ndarray, new_episode: bool = False) -> int:

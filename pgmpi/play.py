@@ -23,46 +23,25 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, rng
-from pgmpi.envs import Game, make_gym
+from pgmpi import checkpoint, rng, rollout
+from pgmpi.envs import PONG_ID, Game, make_gym
 from pgmpi.pong import PongGame
+from pgmpi.rollout import sample
 
 ALGORITHMS = ("ParallelPG", "PrunedGA")
 
 
-def _pg_episode(agent, stream: np.random.Generator, greedy: bool, frames):
-    """Play one ParallelPG game, calling ``frames(image) -> keep going?``; returns
-    (return, steps, points won, points lost, finished)."""
-    from pgmpi.rollout import sample
+def _policy(agent, algorithm: str, stream: np.random.Generator, greedy: bool):
+    """The agent's action for a game, as in training: ParallelPG samples from its policy
+    (or, ``greedy``, takes the most likely action); PrunedGA's best network acts."""
+    if algorithm == "PrunedGA":
+        return lambda game: agent.act(game.obs)
 
-    env_id = agent.config["env"]
-    pong = agent.probe.is_pong
-    game = PongGame() if pong else Game(lambda: make_gym(env_id, render_mode="rgb_array"))
-    screen = game.env.unwrapped.ale.getScreenRGB if pong else game.env.render
-    game.new_game(rng.env_seed(stream))
-    won = lost = 0
-    going = frames(screen())
-    while going and game.live:
+    def act(game):
         p = agent.net.forward([game.x])[0][0]
-        reward, _, _ = game.step(int(np.argmax(p)) if greedy else sample(p, stream.random()))
-        won, lost = won + (reward > 0), lost + (reward < 0)
-        going = frames(screen())
-    game.close()
-    return game.score, game.length, won, lost, not game.live
+        return int(np.argmax(p)) if greedy else sample(p, stream.random())
 
-
-def _ga_episode(ga, stream: np.random.Generator, frames):
-    """Play one episode of PrunedGA's best network; returns as :func:`_pg_episode`."""
-    env = make_gym(ga.config["env"], render_mode="rgb_array")
-    obs, _ = env.reset(seed=rng.env_seed(stream))
-    total, steps, done = 0.0, 0, False
-    going = frames(env.render())
-    while going and not done:
-        obs, r, terminated, truncated, _ = env.step(ga.act(obs))
-        total, steps, done = total + float(r), steps + 1, terminated or truncated
-        going = frames(env.render())
-    env.close()
-    return total, steps, int(total > 0), int(total < 0), done
+    return act
 
 
 def load(path: Path):
@@ -131,17 +110,18 @@ def main(argv: list[str] | None = None) -> int:
         seen += 1
         return args.max_frames is None or len(kept) < args.max_frames
 
-    returns = []
+    returns, env_id = [], agent.config["env"]
+    pong = env_id == PONG_ID
     for e in range(args.episodes):
         stream = rng.stream(args.seed, rng.EVALUATE, 0, e)
-        if algorithm == "ParallelPG":
-            ret, steps, won, lost, finished = _pg_episode(agent, stream, args.greedy, frames)
-        else:
-            ret, steps, won, lost, finished = _ga_episode(agent, stream, frames)
+        game = PongGame() if pong else Game(lambda: make_gym(env_id, render_mode="rgb_array"))
+        act = _policy(agent, algorithm, stream, args.greedy)
+        rewards, finished = rollout.episode(game, act, rng.env_seed(stream), frames)
+        game.close()
+        ret, steps = sum(rewards, 0.0), len(rewards)
+        won, lost = sum(r > 0 for r in rewards), sum(r < 0 for r in rewards)
         returns.append(ret)
-        points = (
-            f", points {won}-{lost}" if algorithm == "ParallelPG" and agent.probe.is_pong else ""
-        )
+        points = f", points {won}-{lost}" if pong else ""
         cut = "" if finished else " (cut by --max-frames: not finished)"
         print(f"episode {e + 1}: return {ret:+.1f} in {steps:,} steps{points}{cut}", flush=True)
         if not finished:

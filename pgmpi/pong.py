@@ -165,6 +165,9 @@ class PongGame(Game):
     def env_action(self, a: int) -> int:
         return PONG_UP if a == 0 else PONG_DOWN
 
+    def screen(self) -> np.ndarray:
+        return self._ale.getScreenRGB()
+
     def snapshot(self) -> dict[str, np.ndarray]:
         """Everything needed to continue this game elsewhere: for a live game, the emulator
         state (ALE's own serialisation, no pickle), the last frame and input; with sticky

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pgmpi import rng
+from pgmpi import mpi, rng
 from pgmpi.envs import PONG_ID, Game
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.pong import PongGame
@@ -45,6 +45,8 @@ def make_games(
     probe = next(iter(games.values()))
     games.pop(-1, None)
     problem = None
+    if not probe.discrete:
+        problem = f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
     if whole_games is None:
         whole_games = not probe.is_pong
     elif not whole_games and not probe.is_pong:
@@ -122,6 +124,38 @@ def play(
                 still.append(i)
         todo = still
     return pieces
+
+
+def episode(
+    game: Game, act: Callable[[Game], object], seed: int, frames: Callable | None = None
+) -> tuple[list[float], bool]:
+    """Play one game of ``game`` from ``seed``, taking ``act(game)`` at each step: the
+    episode loop of PrunedGA's evaluations and of ``pgmpi.play``.
+
+    ``frames(image) -> keep going?``, if given, sees the screen at the start and after each
+    step, and can stop the game early. Returns (every step's reward, whether the game ended).
+    """
+    game.new_game(seed)
+    rewards = []
+    going = frames is None or frames(game.screen())
+    while going and game.live:
+        reward, _, _ = game.step(act(game))
+        rewards.append(reward)
+        going = frames is None or frames(game.screen())
+    return rewards, not game.live
+
+
+def evaluation_returns(
+    episodes: int, seed: int, evaluation: int, play: Callable[[list], list[float]]
+) -> np.ndarray:
+    """float64 (episodes,): the return of each of ``episodes`` new episodes, shared out over
+    ranks (episode e on rank e % n), each seeded from its own stream keyed on (seed,
+    ``evaluation``, e), so the numbers do not depend on the rank count. ``play(streams)``
+    gives this rank's returns, one per stream. Collective: every rank must call this."""
+    mine = list(range(mpi.rank(), episodes, mpi.size()))
+    returns = np.zeros(episodes)
+    returns[mine] = play([rng.stream(seed, rng.EVALUATE, evaluation, e) for e in mine])
+    return mpi.allreduce_sum_(returns)  # each return lives on one rank
 
 
 def whole_games(
