@@ -26,7 +26,7 @@ import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
 from pgmpi.config import GAConfig, first_problem, is_int, run_problem
-from pgmpi.envs import Game, make_gym
+from pgmpi.envs import Game
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
@@ -127,20 +127,14 @@ class PrunedGA:
     @staticmethod
     def _spaces(env):
         """(env id, (n_inputs, n_outputs, discrete, None or the (low, high) to stretch onto))."""
-        import gymnasium as gym
-
-        e = make_gym(env)
-        e.close()
-        name = env if isinstance(env, str) else getattr(e.spec, "id", "custom")
-        obs, act = e.observation_space, e.action_space
-        if not (isinstance(obs, gym.spaces.Box) and len(obs.shape) == 1):
-            raise ValueError(f"observation space {obs} is not a 1-D Box")
-        if isinstance(act, gym.spaces.Discrete):
-            return name, (obs.shape[0], int(act.n), True, None)
-        if not (isinstance(act, gym.spaces.Box) and len(act.shape) == 1 and act.is_bounded()):
-            raise ValueError(f"action space {act} is neither Discrete nor a bounded 1-D Box")
+        game = Game(env)
+        game.close()
+        act = game.action_space
+        if game.discrete:
+            return game.env_id, (game.n_inputs, game.n_actions, True, None)
         unit = np.all(act.low == -1) and np.all(act.high == 1)
-        return name, (obs.shape[0], act.shape[0], False, None if unit else (act.low, act.high))
+        bounds = None if unit else (act.low, act.high)
+        return game.env_id, (game.n_inputs, game.n_actions, False, bounds)
 
     @property
     def generation(self) -> int:
