@@ -23,7 +23,7 @@ def make_gym(env: str | Callable, **kwargs):
 
     Pong is made with ``repeat_action_probability=0`` unless told otherwise: the emulator is
     then deterministic given the actions, so all randomness comes from pgmpi's own streams
-    and a game never needs ALE's costly reseeding (0.1 s per ``reset(seed=...)``).
+    and a game never needs ALE's costly reseeding (a ``reset(seed=...)``).
     """
     import gymnasium as gym
 

@@ -6,8 +6,8 @@ the difference of consecutive frames: 80 x 80 = 6,400 inputs in {-1, 0, 1}. The 
 two actions are paddle up and down, and a rally ends at every point scored, which is where
 the post restarts the discounted return.
 
-While training, a :class:`PongGame` reads the screen as ALE's palette indices (a twentieth
-of the cost of RGB frames) and updates its preprocessed frame only where an index changed;
+While training, a :class:`PongGame` reads the screen as ALE's palette indices (far cheaper
+than RGB frames) and updates its preprocessed frame only where an index changed;
 the red channel of each index, which the post's rule needs, is read from an RGB frame the
 first time the index is seen, so the inputs are the post's, bit for bit (tested against
 gymnasium's frames). Sticky actions (Machado et al., 2018) are applied here, from a stream
@@ -92,7 +92,7 @@ class PongGame(Game):
         """Start a game whose randomness is fixed by ``seed``."""
         if self._seeded:
             # Pong's emulator is deterministic, so every game starts from the same state:
-            # restored in 0.1 ms, where a reset emulates 70 frames (7 ms). The screen is not
+            # restored, where a reset emulates 70 frames. The screen is not
             # part of the state; the start's preprocessed frame is kept instead.
             self._ale.restoreState(self._start[0])
             self._seen[:], self._prev[:] = self._start[1:]
@@ -110,7 +110,7 @@ class PongGame(Game):
 
     def _advance(self, action: int) -> tuple[float, bool, bool]:
         # The calls gymnasium's AtariEnv.step makes, without its wrappers and with the screen
-        # copied into one buffer: a tenth of the cost of a step outside the emulator. The
+        # copied into one buffer, which saves most of the cost outside the emulator. The
         # tests check that both give the same game.
         ale, act = self._ale, self._ale_actions[action]
         reward = 0.0
