@@ -5,7 +5,7 @@
     python benchmarks/figures.py --quick --out-dir /tmp/figures   # tiny runs, for a test
 
 Writes, into ``--out-dir`` (runs/benchmarks; with ``--docs``, docs/figures, the tracked
-figures the README and the tutorial show):
+figures docs/benchmarks.md and the tutorial show):
 
 * ``time_to_score.png``: the 100-game mean against minutes and agent steps of every run in
   ``RUNS/tts`` (made by ``benchmarks/time_to_score.py --run ...``, about an hour each);

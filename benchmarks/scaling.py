@@ -41,15 +41,15 @@ virtual machine comes mostly from the host (other tenants), not from the work (d
 The Allreduce is a ring: 2 (n-1) steps of latency plus 2 (n-1)/n of the buffer over the
 link's bandwidth, for the shared memory measured here and for 10 and 100 Gb/s networks
 (latencies assumed: 20 and 2 us), and, if benchmarks/results/reduction_2_tcp.json exists
-(``benchmarks/reduction.py --tag _tcp`` run over TCP between two namespace hosts; README,
+(``benchmarks/reduction.py --tag _tcp`` run over TCP between two namespace hosts; docs/benchmarks.md,
 "Scaling"), for that link.
 Writes benchmarks/results/scaling.json and the figure to runs/benchmarks/scaling.png
-(``--out PATH`` elsewhere; ``--docs``: docs/figures/scaling.png, the tracked one the README
+(``--out PATH`` elsewhere; ``--docs``: docs/figures/scaling.png, the tracked one docs/benchmarks.md
 and the tutorial show).
 
 The whole-game split of pgmpi 0.1 (10 whole games per update, game e on rank e % n) was
 projected here too until 0.2; its last projection, 2026-11-23 on 2 cores: 94% of rank time
-waiting and 7.3x over 1 rank at 128 ranks (README, "Scaling").
+waiting and 7.3x over 1 rank at 128 ranks (docs/benchmarks.md, "Scaling").
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ the last 100 games reached -15, -10, -5, 0 and +10 (core-hours = minutes x ranks
 writes benchmarks/results/time_to_score.json and runs/benchmarks/time_to_score.png (the
 100-game mean against wall minutes and against agent steps, every run on one figure;
 ``--out PATH`` elsewhere, ``--docs`` to docs/figures/time_to_score.png, the tracked one the
-README shows).
+docs/benchmarks.md shows).
 """
 
 from __future__ import annotations

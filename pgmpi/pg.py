@@ -6,7 +6,7 @@ restart at every point (a Pong rally) and are standardised, then a gradient step
 ``PRESETS`` (in :mod:`pgmpi.config`), ``karpathy`` is the post exactly: 10 whole games per
 update, their gradients summed, RMSProp 1e-4; ``fast``, the defaults, learns faster.
 
-Work split (README, "How it is parallel"): ``slots`` persistent games, game k played by
+Work split (docs/how-it-is-parallel.md): ``slots`` persistent games, game k played by
 rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed on (seed,
 update, k). One exact Allreduce sums their gradients and every rank takes the same
 optimizer step, so parameters stay identical, bit for bit on any rank count, never sent.

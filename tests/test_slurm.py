@@ -1,4 +1,4 @@
-"""Tier slurm: the launcher paths of README's "On a cluster", under a real one-host Slurm.
+"""Tier slurm: the launcher paths of docs/cluster.md, under a real one-host Slurm.
 
 ``make tier-slurm`` starts munged, slurmctld and slurmd from ``tests/slurm/`` and runs the
 tests marked ``slurm`` with SLURM_CONF set; without a reachable Slurm each skips, saying why.
