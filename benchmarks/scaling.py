@@ -41,8 +41,8 @@ virtual machine comes mostly from the host (other tenants), not from the work (d
 The Allreduce is a ring: 2 (n-1) steps of latency plus 2 (n-1)/n of the buffer over the
 link's bandwidth, for the shared memory measured here and for 10 and 100 Gb/s networks
 (latencies assumed: 20 and 2 us), and, if benchmarks/results/reduction_2_tcp.json exists
-(``benchmarks/reduction.py --tag _tcp`` run over TCP between two namespace hosts; docs/benchmarks.md,
-"Scaling"), for that link.
+(``benchmarks/reduction.py --tag _tcp`` run over TCP between two namespace hosts;
+docs/benchmarks.md, "Scaling"), for that link.
 Writes benchmarks/results/scaling.json and the figure to runs/benchmarks/scaling.png
 (``--out PATH`` elsewhere; ``--docs``: docs/figures/scaling.png, the tracked one docs/benchmarks.md
 and the tutorial show).

@@ -6,9 +6,9 @@
     mpirun -n 2 python examples/pong.py --preset karpathy   # the post's algorithm, exactly
     mpirun -n 2 python examples/pong.py --resume   # continue from runs/pong/checkpoint.npz
 
-The default preset, "fast", is the setting that beat Pong fastest on our 2-core machine (see
-docs/benchmarks.md, "Time to score"): 16 games at once (or one per rank, if more ranks), each playing
-exactly 512 agent steps per update (a rally still open carries over to the next update),
+The default preset, "fast", is the setting that beat Pong fastest on our 2-core machine
+(docs/benchmarks.md, "Time to score"): 16 games at once (or one per rank, if more ranks),
+each playing exactly 512 agent steps per update (a rally still open carries over),
 Adam with learning rate 2e-3 on the mean gradient. "karpathy" is the post's: 10 whole games
 per update, summed gradient, RMSProp 1e-4. Any flag given replaces the preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
