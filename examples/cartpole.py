@@ -19,16 +19,19 @@ from pgmpi.config import PGConfig
 SOLVED = 475.0  # CartPole-v1's threshold, over the last 100 episodes
 # A small network, RMSProp with a big step, one whole episode per slot (whole games are the
 # default off Pong): seconds to solve.
-SETTINGS = replace(PGConfig(), hidden_size=32, optimizer="rmsprop", learning_rate=1e-2,
-                   slots=10, steps_per_slot=1)  # fmt: skip
+SETTINGS = replace(
+    PGConfig(), hidden_size=32, optimizer="rmsprop", learning_rate=1e-2, slots=10, steps_per_slot=1
+)
 
 
 def main() -> int:
     p = ArgumentParser(__doc__)
     p.add_argument(
-        "--episodes", type=positive_int, default=5000,
+        "--episodes",
+        type=positive_int,
+        default=5000,
         help="give up after this many episodes in total (5000)",
-    )  # fmt: skip
+    )
     add_settings(p, SETTINGS)
     add_run_flags(p, "runs/cartpole", "update", 10)
     args = p.parse_args()

@@ -107,37 +107,45 @@ def add_run_flags(parser: argparse.ArgumentParser, log_dir: str, step: str, ever
     """The flags of a run that do not change its results: --log-dir, --checkpoint-every,
     --resume, --quiet, --trace and --tensorboard (``step``: "update" or "generation")."""
     parser.add_argument(
-        "--log-dir", type=Path, default=Path(log_dir),
+        "--log-dir",
+        type=Path,
+        default=Path(log_dir),
         help=f"folder for progress.csv and checkpoint.npz ({log_dir})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--checkpoint-every", type=positive_int, default=every,
+        "--checkpoint-every",
+        type=positive_int,
+        default=every,
         help=f"save a checkpoint every this many {step}s ({every})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--resume", action="store_true",
+        "--resume",
+        action="store_true",
         help="continue from LOG_DIR/checkpoint.npz: its settings win over the flags (those "
         "ignored are named); the limits and --checkpoint-every apply",
-    )  # fmt: skip
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
     parser.add_argument(
-        "--trace", action="store_true",
+        "--trace",
+        action="store_true",
         help=f"write LOG_DIR/trace.csv: each rank's seconds per {step} "
         "(python -m pgmpi.plot --timeline LOG_DIR)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--tensorboard", action="store_true",
+        "--tensorboard",
+        action="store_true",
         help="also write every row as TensorBoard scalars in LOG_DIR (pip install "
         "pgmpi[tensorboard]; tensorboard --logdir LOG_DIR)",
-    )  # fmt: skip
+    )
 
 
 def make_agent(cls, parser: ArgumentParser, args: argparse.Namespace, env: str, defaults):
     """The example's agent: with ``--resume``, ``cls.load`` from LOG_DIR/checkpoint.npz
     (naming the settings flags it ignores); else a new one with ``defaults`` and the
     settings flags given. Collective: every rank must call this."""
-    run = dict(log_dir=args.log_dir, quiet=args.quiet, trace=args.trace,
-               tensorboard=args.tensorboard)  # fmt: skip
+    run = dict(
+        log_dir=args.log_dir, quiet=args.quiet, trace=args.trace, tensorboard=args.tensorboard
+    )
     given = settings_given(args, defaults)
     if not args.resume:
         return cls(env=env, config=replace(defaults, **given), **run)

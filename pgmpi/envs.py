@@ -71,8 +71,10 @@ class Game:
         self.env_id = self.env_id or getattr(self.env.spec, "id", "custom")
         act = self.action_space = self.env.action_space
         self.discrete = isinstance(act, gym.spaces.Discrete)
-        if not (self.discrete or (isinstance(act, gym.spaces.Box) and len(act.shape) == 1
-                                  and act.is_bounded())):  # fmt: skip
+        if not (
+            self.discrete
+            or (isinstance(act, gym.spaces.Box) and len(act.shape) == 1 and act.is_bounded())
+        ):
             raise ValueError(
                 f"env {self.env_id!r}: action space {act} is neither Discrete nor a bounded 1-D Box"
             )

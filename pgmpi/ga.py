@@ -61,15 +61,10 @@ class PrunedGA:
             :class:`pgmpi.config.GAConfig` documents each one and its default.
         settings: any :class:`~pgmpi.config.GAConfig` field by name (``hidden_sizes``,
             ``population_size``, ``seed``, ...), replacing ``config``'s value.
-        log_dir: folder for ``progress.csv``; None to print only.
-        blas_threads: BLAS threads per rank; None: :func:`pgmpi.threads.default_threads`.
-        quiet: print nothing (the CSV is still written).
-        trace: also write ``log_dir/trace.csv`` as ParallelPG does, one row per generation
-            (``update`` = generations done) and rank: ``play_s`` is the rank's evaluation,
-            ``gradient_s`` 0, ``update_s`` selection and mutation. Needs a ``log_dir``; costs
-            one small gather per generation when on.
-        tensorboard: also write every logged row as TensorBoard scalars in ``log_dir``
-            (``pip install pgmpi[tensorboard]``; needs log_dir).
+        log_dir, blas_threads, quiet, trace, tensorboard: the run's options, which change
+            no result (:class:`pgmpi.loop.Trainable` says what each one does). With
+            ``trace``, a generation's ``play_s`` is the rank's evaluation, ``update_s`` the
+            selection and mutation.
 
     Attributes:
         config: the run's settings as a dict (``env`` and every GAConfig field).
@@ -118,9 +113,12 @@ class PrunedGA:
         self.net = PrunedNetwork((sizes[0], *cfg.hidden_sizes, sizes[1]), discrete=sizes[2])
         self._bounds = sizes[3]
         self.optimizer = PruningOptimizer(
-            self.net.n_weights, population_size=cfg.population_size,
-            elite_fraction=cfg.elite_fraction, prune_rate=cfg.prune_rate, seed=cfg.seed,
-        )  # fmt: skip
+            self.net.n_weights,
+            population_size=cfg.population_size,
+            elite_fraction=cfg.elite_fraction,
+            prune_rate=cfg.prune_rate,
+            seed=cfg.seed,
+        )
         self.steps, self._evaluations = 0, 0
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
 
@@ -242,10 +240,14 @@ class PrunedGA:
         Collective: every rank must call this.
         """
         return loop.train(
-            self, dict(generations=generations), minutes=minutes, target_return=target_return,
-            checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every,
+            self,
+            dict(generations=generations),
+            minutes=minutes,
+            target_return=target_return,
+            checkpoint_path=checkpoint_path,
+            checkpoint_every=checkpoint_every,
             callback=callback,
-        )  # fmt: skip
+        )
 
     def counts(self) -> dict[str, int]:
         return {"generations": self.generation}
@@ -281,10 +283,12 @@ class PrunedGA:
         n = self.net.n_weights
         shape = None if mask is None else np.shape(mask)
         ok_mask = mask is None or (shape == (n,) and np.isin(mask, (0, 1)).all())
-        problem = first_problem([
-            (is_int(episodes) and episodes >= 1, "episodes", episodes, "an int >= 1"),
-            (ok_mask, "mask", f"an array of shape {shape}", f"0/1 or bool of shape ({n},)"),
-        ])  # fmt: skip
+        problem = first_problem(
+            [
+                (is_int(episodes) and episodes >= 1, "episodes", episodes, "an int >= 1"),
+                (ok_mask, "mask", f"an array of shape {shape}", f"0/1 or bool of shape ({n},)"),
+            ]
+        )
         mpi.agree(dict(episodes=episodes), problem)
         self._evaluations += 1
         if mask is None:
@@ -292,9 +296,11 @@ class PrunedGA:
             mask = self.optimizer.best_mask if told else self.optimizer.population[0]
         weights = self.net.weights(np.asarray(mask, dtype=bool))
         returns = rollout.evaluation_returns(
-            episodes, self.config["seed"], self._evaluations,
+            episodes,
+            self.config["seed"],
+            self._evaluations,
             lambda streams: [self._play(weights, stream, 1)[0] for stream in streams],
-        )  # fmt: skip
+        )
         return float(returns.mean())
 
     def save(self, path: str | Path) -> Path:

@@ -26,8 +26,14 @@ class Trainable(Protocol):
     Attributes:
         algorithm: its name (``"ParallelPG"``), as checkpoints record it.
         config: its settings, with ``"env"``; written to ``log_dir/config.json``.
-        log_dir, quiet, trace, tensorboard: where and how to log.
-        blas: what :func:`pgmpi.threads.cap_blas_threads` returned.
+        log_dir: folder for ``progress.csv`` and ``config.json``; None to print only.
+        quiet: print nothing (the CSV is still written).
+        trace: write each rank's seconds per step phase to ``log_dir/trace.csv`` (playing,
+            gradients, waiting at the collective, the rest); costs one small gather a step.
+        tensorboard: also write every logged row as TensorBoard scalars in ``log_dir``
+            (``pip install pgmpi[tensorboard]``).
+        blas: what :func:`pgmpi.threads.cap_blas_threads` returned for the constructor's
+            ``blas_threads`` (None: :func:`pgmpi.threads.default_threads`).
     """
 
     algorithm: str
@@ -99,8 +105,13 @@ def train(
     first = agent.counts()
     unit = next(iter(limits))
     step_name = unit.removesuffix("s")  # "update", "generation"
-    log = Logger(agent.log_dir, resume=first[unit] > 0, quiet=agent.quiet, trace=agent.trace,
-                 tensorboard=agent.tensorboard)  # fmt: skip
+    log = Logger(
+        agent.log_dir,
+        resume=first[unit] > 0,
+        quiet=agent.quiet,
+        trace=agent.trace,
+        tensorboard=agent.tensorboard,
+    )
     log.truncate(first[unit])  # a resumed run's logs, cut back to its checkpoint
     log.save_config(agent.config)
     details = f"{agent.header()} | {step_name} {first[unit]}"
@@ -131,8 +142,16 @@ def train(
                 if checkpoint_path is not None and (why or now[unit] % checkpoint_every == 0):
                     agent.save(checkpoint_path)
                 if why:
-                    log.print(_summary(why, agent.line(row), checkpoint_path, now[unit],
-                                       step_name, agent.log_dir))  # fmt: skip
+                    log.print(
+                        _summary(
+                            why,
+                            agent.line(row),
+                            checkpoint_path,
+                            now[unit],
+                            step_name,
+                            agent.log_dir,
+                        )
+                    )
                     return agent
                 if mpi.interrupt_requested():  # Ctrl-C on any rank: all stop here, together
                     if checkpoint_path is not None:

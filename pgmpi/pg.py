@@ -69,12 +69,8 @@ class ParallelPG:
             :class:`pgmpi.config.PGConfig` documents each one and its default.
         settings: any :class:`~pgmpi.config.PGConfig` field by name (``hidden_size``,
             ``learning_rate``, ``slots``, ``seed``, ...), replacing ``config``'s value.
-        log_dir: folder for ``progress.csv``; None to print only.
-        blas_threads: BLAS threads per rank; None: :func:`pgmpi.threads.default_threads`.
-        quiet: print nothing (the CSV is still written).
-        trace: write each rank's seconds per update phase to ``log_dir/trace.csv`` (needs log_dir).
-        tensorboard: also write every logged row as TensorBoard scalars in ``log_dir``
-            (``pip install pgmpi[tensorboard]``; needs log_dir).
+        log_dir, blas_threads, quiet, trace, tensorboard: the run's options, which change
+            no result (:class:`pgmpi.loop.Trainable` says what each one does).
 
     Attributes:
         config: the run's settings as a dict (``env`` and every PGConfig field, ``slots``
@@ -106,11 +102,8 @@ class ParallelPG:
         # The launch is checked first: nothing is made or written in a mismatched one.
         problem = mpi.launcher_problem() or PGConfig.unknown_problem(settings)
         cfg = replace(config or PGConfig(), **settings) if problem is None else PGConfig()
-        problem = (
-            problem
-            or cfg.problem()
-            or run_problem(log_dir, blas_threads, quiet, trace, tensorboard)
-        )
+        options = (log_dir, blas_threads, quiet, trace, tensorboard)
+        problem = problem or cfg.problem() or run_problem(*options)
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
@@ -204,10 +197,14 @@ class ParallelPG:
         Collective: every rank must call this.
         """
         return loop.train(
-            self, dict(updates=updates, episodes=episodes), minutes=minutes,
-            target_return=target_return, checkpoint_path=checkpoint_path,
-            checkpoint_every=checkpoint_every, callback=callback,
-        )  # fmt: skip
+            self,
+            dict(updates=updates, episodes=episodes),
+            minutes=minutes,
+            target_return=target_return,
+            checkpoint_path=checkpoint_path,
+            checkpoint_every=checkpoint_every,
+            callback=callback,
+        )
 
     def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
         """One update, then the post's "boring book-keeping": every game finished on any
@@ -296,9 +293,11 @@ class ParallelPG:
             rollout.make_game, self._make_env, sticky, self.config["max_episode_steps"]
         )
         self.evaluation_returns = rollout.evaluation_returns(
-            episodes, self.config["seed"], self._evaluations,
+            episodes,
+            self.config["seed"],
+            self._evaluations,
             lambda streams: rollout.whole_games(self.net, new_game, streams, greedy),
-        )  # fmt: skip
+        )
         return float(self.evaluation_returns.mean())
 
     def act(self, observation: np.ndarray, new_episode: bool = False) -> int:
@@ -323,9 +322,15 @@ class ParallelPG:
             games = {k: snap for part in snaps for k, snap in part.items()}
             arrays.update(checkpoint.pack_ragged([games[k] for k in sorted(games)], "game"))
         return checkpoint.save_agent(
-            path, self, arrays, update=self.update, episodes=self.episodes, steps=self.steps,
-            running_reward=self.running_reward, evaluations=self._evaluations,
-        )  # fmt: skip
+            path,
+            self,
+            arrays,
+            update=self.update,
+            episodes=self.episodes,
+            steps=self.steps,
+            running_reward=self.running_reward,
+            evaluations=self._evaluations,
+        )
 
     @classmethod
     def load(cls, path: str | Path, **overrides) -> ParallelPG:

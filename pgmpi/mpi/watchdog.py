@@ -101,10 +101,13 @@ class Watchdog:
         if self.factor > 0 and recent:
             rule = max(self.floor, self.factor * max(recent))
             limits.append(
-                (rule, f"{self.factor:g} x the longest of the last {len(recent)} intervals "
-                       f"between collectives ({max(recent):.3g} s), at least {self.floor:g} s "
-                       "(PGMPI_DEADLINE_FACTOR, PGMPI_DEADLINE_FLOOR)")
-            )  # fmt: skip
+                (
+                    rule,
+                    f"{self.factor:g} x the longest of the last {len(recent)} intervals "
+                    f"between collectives ({max(recent):.3g} s), at least {self.floor:g} s "
+                    "(PGMPI_DEADLINE_FACTOR, PGMPI_DEADLINE_FLOOR)",
+                )
+            )
         if not limits:
             return None, ""
         seconds, why = min(limits)
