@@ -238,3 +238,17 @@ def unpack_ragged(arrays: dict[str, np.ndarray], prefix: str, i: int) -> dict[st
             key = name[len(prefix) + 1 : -len(".sizes")]
             out[key] = arrays[name[: -len(".sizes")]][start : start + sizes[i]]
     return out
+
+
+def pack_games(parts: list[dict[int, dict]] | None) -> dict[str, np.ndarray]:
+    """Every rank's games in progress, ``{slot: snapshot}`` per rank as gathered on the root
+    (None elsewhere: then ``{}``), as flat arrays in slot order."""
+    if parts is None:
+        return {}
+    games = {k: snap for part in parts for k, snap in part.items()}
+    return pack_ragged([games[k] for k in sorted(games)], "game")
+
+
+def unpack_games(arrays: dict[str, np.ndarray], slots) -> dict[int, dict[str, np.ndarray]]:
+    """The snapshots of ``slots`` from what :func:`pack_games` wrote."""
+    return {k: unpack_ragged(arrays, "game", k) for k in slots}

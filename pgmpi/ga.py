@@ -39,7 +39,8 @@ def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:
     with the least total cost so far (ties: lower rank). Deterministic, so every rank computes
     the same assignment from the same float64 ``costs`` without communicating.
     """
-    owner, load = np.empty(len(costs), dtype=np.int64), np.zeros(n_ranks)
+    owner = np.empty(len(costs), dtype=np.int64)
+    load = np.zeros(n_ranks)
     for i in np.lexsort((np.arange(len(costs)), -np.asarray(costs, dtype=np.float64))):
         owner[i] = r = int(np.argmin(load))
         load[r] += costs[i]
@@ -107,7 +108,10 @@ class PrunedGA:
         # trace is agreed too: with it on, every rank joins one more gather per generation
         settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
         mpi.agree(settings, problem)
-        self.log_dir, self.quiet, self._env, self.trace = log_dir, quiet, env, trace
+        self.log_dir = log_dir
+        self.quiet = quiet
+        self._env = env
+        self.trace = trace
         self.tensorboard = tensorboard
         self.blas = threads.cap_blas_threads(blas_threads)
         self.net = PrunedNetwork((sizes[0], *cfg.hidden_sizes, sizes[1]), discrete=sizes[2])
@@ -119,7 +123,7 @@ class PrunedGA:
             prune_rate=cfg.prune_rate,
             seed=cfg.seed,
         )
-        self.steps, self._evaluations = 0, 0
+        self.steps, self.evaluations = 0, 0
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
 
     @staticmethod
@@ -143,7 +147,9 @@ class PrunedGA:
         """Total return and steps of ``episodes`` episodes seeded from ``stream``, in a new env:
         Box2D envs carry state from one episode into the next, so reusing one would make the
         results depend on which individuals this rank happened to play before."""
-        game, total, steps = Game(self._env, self.config["max_episode_steps"]), 0.0, 0
+        game = Game(self._env, self.config["max_episode_steps"])
+        total = 0.0
+        steps = 0
         for _ in range(episodes):
             rewards, _ = rollout.episode(
                 game, lambda g: self._action(weights, g.obs), rng.env_seed(stream)
@@ -173,7 +179,10 @@ class PrunedGA:
         """Evaluate the population, tell the optimizer; returns the row to log, the stop
         vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
         opt, P, E = self.optimizer, len(self.last_steps), self.config["episodes_per_individual"]
-        me, n, g, masks = mpi.rank(), mpi.size(), self.generation, opt.ask()
+        me = mpi.rank()
+        n = mpi.size()
+        g = self.generation
+        masks = opt.ask()
         parent_steps = self.last_steps[np.maximum(opt.parents, 0)]
         costs = np.where(opt.parents >= 0, parent_steps, self.last_steps.mean()) + 1.0
         # One buffer: each individual's mean return and steps (each slot written by one rank
@@ -195,7 +204,9 @@ class PrunedGA:
         if not np.all(np.isfinite(fitness)):
             raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
         opt.tell(fitness)
-        busy, seconds, steps = buf[2 * P + 1 :], time.perf_counter() - t0, self.last_steps.sum()
+        busy = buf[2 * P + 1 :]
+        seconds = time.perf_counter() - t0
+        steps = self.last_steps.sum()
         self.steps += int(steps)
         row = {
             "generation": g,
@@ -290,7 +301,7 @@ class PrunedGA:
             ]
         )
         mpi.agree(dict(episodes=episodes), problem)
-        self._evaluations += 1
+        self.evaluations += 1
         if mask is None:
             told = self.optimizer.best_fitness > -np.inf
             mask = self.optimizer.best_mask if told else self.optimizer.population[0]
@@ -298,7 +309,7 @@ class PrunedGA:
         returns = rollout.evaluation_returns(
             episodes,
             self.config["seed"],
-            self._evaluations,
+            self.evaluations,
             lambda streams: [self._play(weights, stream, 1)[0] for stream in streams],
         )
         return float(returns.mean())
@@ -306,7 +317,7 @@ class PrunedGA:
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask, rate and history to ``path`` (root only, atomic)."""
         arrays = dict(self.optimizer.state(), last_steps=self.last_steps)
-        counters = dict(generation=self.generation, steps=self.steps, evaluations=self._evaluations)
+        counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)
         return checkpoint.save_agent(path, self, arrays, **counters)
 
     @classmethod
@@ -318,10 +329,11 @@ class PrunedGA:
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)
-        have, want = arrays["population"].shape, agent.optimizer.population.shape
+        have = arrays["population"].shape
+        want = agent.optimizer.population.shape
         problem = f"checkpoint {str(path)!r}: population {have}, settings make {want}"
         mpi.agree({}, None if have == want else problem)
         agent.optimizer.set_state(arrays)
         agent.last_steps = arrays["last_steps"].copy()
-        agent.steps, agent._evaluations = meta["steps"], meta["evaluations"]
+        agent.steps, agent.evaluations = meta["steps"], meta["evaluations"]
         return agent

@@ -84,6 +84,7 @@ class ParallelPG:
     """
 
     algorithm = "ParallelPG"
+    COUNTERS = ("update", "episodes", "steps", "running_reward", "evaluations")  # checkpointed
 
     def __init__(
         self,
@@ -107,7 +108,9 @@ class ParallelPG:
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
-        self.games, probe, whole_games = {}, None, cfg.whole_games
+        self.games = {}
+        probe = None
+        whole_games = cfg.whole_games
         if problem is None:  # every rank makes one game at least, to check the env
             self.games, probe, whole_games, problem = rollout.make_games(
                 env, self.mine, cfg.sticky_actions, cfg.max_episode_steps, whole_games
@@ -118,11 +121,15 @@ class ParallelPG:
         # trace is agreed too: with it on, every rank joins one more gather per update
         agreed = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
         mpi.agree(agreed, problem)
-        self.probe, self.log_dir, self.quiet, self.trace = probe, log_dir, quiet, trace
+        self.probe = probe
+        self.log_dir = log_dir
+        self.quiet = quiet
+        self.trace = trace
         self.tensorboard = tensorboard
         self._make_env = env  # the id or factory itself: evaluation plays the same env
         self.blas = threads.cap_blas_threads(blas_threads)
-        init, bernoulli = rng.stream(cfg.seed, rng.INIT), probe.is_pong  # Pong: one up/down logit
+        init = rng.stream(cfg.seed, rng.INIT)
+        bernoulli = probe.is_pong  # Pong: one up/down logit
         self.net = TwoLayerPolicy(probe.n_inputs, cfg.hidden_size, probe.n_actions, init, bernoulli)
         scale = math.sqrt(slots / REFERENCE_SLOTS) if cfg.batch_gradient == "mean" else 1.0
         self.learning_rate = lr = cfg.learning_rate * max(scale, 1.0)
@@ -130,9 +137,11 @@ class ParallelPG:
         self.optimizer = (
             Adam(size, lr) if cfg.optimizer == "adam" else RMSProp(size, lr, cfg.decay_rate)
         )
-        self.update, self.episodes, self.steps, self._evaluations = 0, 0, 0, 0
-        self.running_reward, self._act_prev = None, None  # no game finished, no frame seen yet
-        self.recent_returns, self.open_rallies = deque(maxlen=100), rollout.OpenRallies()
+        self.update, self.episodes, self.steps, self.evaluations = 0, 0, 0, 0
+        self.running_reward = None  # no game finished yet
+        self._act_prev = None  # no frame seen yet
+        self.recent_returns = deque(maxlen=100)
+        self.open_rallies = rollout.OpenRallies()
         self._slots_note = slots_note
 
     def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
@@ -142,37 +151,11 @@ class ParallelPG:
         cut = self.open_rallies.keep(k, piece)  # steps after the last point wait for it
         if cut == 0:
             return None
-        rewards, ends, gamma = np.array(piece.rewards[:cut]), piece.ends[:cut], self.config["gamma"]
+        rewards = np.array(piece.rewards[:cut])
+        ends = piece.ends[:cut]
+        gamma = self.config["gamma"]
         adv = standardise(discounted_returns(rewards, gamma, ends)).astype(np.float32)
         return self.net.gradient(piece.caches[:cut], np.array(piece.dlogits[:cut]) * adv[:, None])
-
-    def _one_update(self, start: float) -> tuple[list, dict]:
-        c, t0 = self.config, time.perf_counter()
-        streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
-        games = [self.games[k] for k in self.mine]
-        pieces = rollout.play(self.net, games, streams, c["steps_per_slot"], c["whole_games"])
-        steps = sum(len(p.rewards) for p in pieces)
-        t1 = time.perf_counter()
-        total = mpi.ExactSum(self.net.params.size, c["slots"], c["exact_reduction"])
-        for k, piece in zip(self.mine, pieces, strict=True):
-            grad = self._gradient(k, piece)
-            if grad is not None:
-                total.add(grad[1], rows=grad[0])
-        t2 = time.perf_counter()
-        # The one collective of an update: sum every game's gradient (then the mean, or not).
-        grad, bad = total.allreduce(c["slots"] if c["batch_gradient"] == "mean" else 1)
-        t3 = time.perf_counter()
-        if bad:
-            raise mpi.NonFiniteError(
-                f"update {self.update}: non-finite or huge gradient in {bad} game(s)"
-                "; lower learning_rate or check the env's rewards (nothing was saved)"
-            )
-        self.optimizer.step(self.net.params, grad)
-        finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
-        times = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)
-        # start_s: where the update sits on this rank's timeline
-        times.update(total_s=time.perf_counter() - t0, start_s=t0 - start, steps=steps)
-        return finished, times
 
     def train(
         self,
@@ -207,12 +190,38 @@ class ParallelPG:
         )
 
     def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
-        """One update, then the post's "boring book-keeping": every game finished on any
-        rank, in slot order and in order of play within a slot (the same on any rank count),
-        moves the running reward and the last 100 returns on. Returns the row to log, the
-        stop vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
-        finished, mine = self._one_update(start)
+        """One update: play, the gradients, their sum over ranks, the optimizer step; then
+        the post's "boring book-keeping", from every game finished on any rank, in slot order
+        and in order of play within a slot (the same on any rank count). Returns the row to
+        log, the stop vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
+        c = self.config
+        t0 = time.perf_counter()
+        streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
+        games = [self.games[k] for k in self.mine]
+        pieces = rollout.play(self.net, games, streams, c["steps_per_slot"], c["whole_games"])
+        steps = sum(len(p.rewards) for p in pieces)  # before the open rallies join them
+        t1 = time.perf_counter()
+        total = mpi.ExactSum(self.net.params.size, c["slots"], c["exact_reduction"])
+        for k, piece in zip(self.mine, pieces, strict=True):
+            grad = self._gradient(k, piece)
+            if grad is not None:
+                total.add(grad[1], rows=grad[0])
+        t2 = time.perf_counter()
+        # The one collective of an update: sum every game's gradient (then the mean, or not).
+        grad, bad = total.allreduce(c["slots"] if c["batch_gradient"] == "mean" else 1)
+        t3 = time.perf_counter()
+        if bad:
+            raise mpi.NonFiniteError(
+                f"update {self.update}: non-finite or huge gradient in {bad} game(s)"
+                "; lower learning_rate or check the env's rewards (nothing was saved)"
+            )
+        self.optimizer.step(self.net.params, grad)
+        # This rank's seconds; start_s: where the update sits on this rank's timeline.
+        mine = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)
+        mine.update(total_s=time.perf_counter() - t0, start_s=t0 - start)
+        mine["steps"] = steps
         mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
+        finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
         ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
         games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
         for _, ret, _ in games:
@@ -220,14 +229,16 @@ class ParallelPG:
             self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
             self.recent_returns.append(ret)
         figures = [r for _, r in ranks]
-        self.update, self.episodes = self.update + 1, self.episodes + len(games)
+        self.update += 1
+        self.episodes += len(games)
         self.steps += sum(r["steps"] for r in figures)
-        nan, cap = float("nan"), self.config["max_episode_steps"]
+        cap = c["max_episode_steps"]
+        running = float("nan") if self.running_reward is None else self.running_reward
         row = {
             "episodes": self.episodes,
             "update": self.update,
             "steps": self.steps,
-            "charts/running_reward": nan if self.running_reward is None else self.running_reward,
+            "charts/running_reward": running,
             "charts/mean_return_100": mean(self.recent_returns),
             "charts/games": len(games),
             "charts/mean_return": mean([g[1] for g in games]),
@@ -249,7 +260,8 @@ class ParallelPG:
     def header(self) -> str:
         """Parameters, slots and how they play, the optimizer; then a warning line if some
         ranks have no slot."""
-        c, n = self.config, mpi.size()
+        c = self.config
+        n = mpi.size()
         text = (
             f"{self.net.params.size:,} params | {c['slots']} slots ({self._slots_note}) of "
             f"{c['steps_per_slot']} steps"
@@ -288,15 +300,15 @@ class ParallelPG:
         """
         given = dict(episodes=episodes, greedy=greedy, sticky=sticky)
         mpi.agree(given, rules_problem(given, EVALUATE_RULES))
-        self._evaluations += 1
-        new_game = partial(
-            rollout.make_game, self._make_env, sticky, self.config["max_episode_steps"]
-        )
+        self.evaluations += 1
+        cap = self.config["max_episode_steps"]
+        new_game = partial(rollout.make_game, self._make_env, sticky, cap)
+        seed = self.config["seed"]
         self.evaluation_returns = rollout.evaluation_returns(
             episodes,
-            self.config["seed"],
-            self._evaluations,
-            lambda streams: rollout.whole_games(self.net, new_game, streams, greedy),
+            seed,
+            self.evaluations,
+            partial(rollout.whole_games, self.net, new_game, greedy=greedy),
         )
         return float(self.evaluation_returns.mean())
 
@@ -318,26 +330,16 @@ class ParallelPG:
         snaps = mpi.gather_object(rollout.snapshots(self.games, self.open_rallies))  # to the root
         arrays = {"params": self.net.params, **self.optimizer.state()}
         arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
-        if snaps is not None:  # on the root: every game, in slot order
-            games = {k: snap for part in snaps for k, snap in part.items()}
-            arrays.update(checkpoint.pack_ragged([games[k] for k in sorted(games)], "game"))
-        return checkpoint.save_agent(
-            path,
-            self,
-            arrays,
-            update=self.update,
-            episodes=self.episodes,
-            steps=self.steps,
-            running_reward=self.running_reward,
-            evaluations=self._evaluations,
-        )
+        arrays.update(checkpoint.pack_games(snaps))  # on the root: every game, in slot order
+        counters = {k: getattr(self, k) for k in self.COUNTERS}
+        return checkpoint.save_agent(path, self, arrays, **counters)
 
     @classmethod
     def load(cls, path: str | Path, **overrides) -> ParallelPG:
         """A ParallelPG restored from ``path``, ready to ``train`` on from where it stopped,
         on any number of ranks (each takes over the games it now plays). ``overrides`` may
-        replace ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``, ``quiet``
-        and ``trace`` (see :func:`pgmpi.checkpoint.load_settings`).
+        replace the run options (:data:`pgmpi.checkpoint.RUN_OPTIONS`: ``env``, needed if it
+        was a factory, ``log_dir``, ...).
 
         Collective: every rank must call this.
         """
@@ -346,9 +348,9 @@ class ParallelPG:
         checkpoint.restore_params(path, arrays["params"], agent.net.params)
         agent.optimizer.set_state(arrays)
         agent.recent_returns.extend(arrays["recent_returns"].tolist())
-        agent.update, agent.episodes, agent.steps = meta["update"], meta["episodes"], meta["steps"]
-        agent.running_reward, agent._evaluations = meta["running_reward"], meta["evaluations"]
-        snaps = {k: checkpoint.unpack_ragged(arrays, "game", k) for k in agent.games}
+        for k in cls.COUNTERS:
+            setattr(agent, k, meta[k])
+        snaps = checkpoint.unpack_games(arrays, agent.games)
         rollout.restore(agent.games, agent.open_rallies, snaps, agent.config["seed"])
         return agent
 

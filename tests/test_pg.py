@@ -203,3 +203,11 @@ def test_non_finite_returns_stop_training_before_saving(tmp_path):
     with pytest.raises(NonFiniteError, match="update 0"):
         agent.train(episodes=100, checkpoint_path=tmp_path / "ck.npz")
     assert not (tmp_path / "ck.npz").exists()
+
+
+def test_steps_count_the_agent_steps_played_not_the_open_rallies_carried_over():
+    agent = ParallelPG(hidden_size=8, slots=2, steps_per_slot=40, quiet=True, blas_threads=1)
+    rows = []
+    agent.train(updates=3, callback=rows.append)
+    assert [r["steps"] for r in rows] == [80, 160, 240] and agent.steps == 240
+    assert agent.open_rallies.steps  # rallies were open, so the check could fail
