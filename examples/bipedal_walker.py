@@ -40,7 +40,7 @@ def main() -> int:
     p.add_argument("--minutes", type=positive_float, help="stop after this many minutes")
     p.add_argument("--target-return", type=float, help="stop once a mean return reaches this")
     add_settings(p, SETTINGS)
-    add_run_flags(p, "runs/bipedal_walker", "generation", 5)
+    add_run_flags(p, "runs/bipedal_walker", "generation", PrunedGA.train)
     args = p.parse_args()
     mpi.set_deadline(args.deadline)
 

@@ -33,7 +33,7 @@ def main() -> int:
         help="give up after this many episodes in total (5000)",
     )
     add_settings(p, SETTINGS)
-    add_run_flags(p, "runs/cartpole", "update", 10)
+    add_run_flags(p, "runs/cartpole", "update", ParallelPG.train)
     args = p.parse_args()
     mpi.set_deadline(args.deadline)
 

@@ -28,7 +28,7 @@ def main() -> int:
         "--generations", type=positive_int, default=100, help="give up after this many (100)"
     )
     add_settings(p, SETTINGS)
-    add_run_flags(p, "runs/cartpole_ga", "generation", 5)
+    add_run_flags(p, "runs/cartpole_ga", "generation", PrunedGA.train)
     args = p.parse_args()
     mpi.set_deadline(args.deadline)
 

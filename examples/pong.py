@@ -40,7 +40,7 @@ def main() -> None:
     p.add_argument("--minutes", type=positive_float, help="stop after this many minutes")
     p.add_argument("--target-return", type=float, help="stop once the 100-game mean reaches it")
     add_settings(p, PRESETS["fast"], label="fast preset: ")
-    add_run_flags(p, "runs/pong", "update", 10)
+    add_run_flags(p, "runs/pong", "update", ParallelPG.train)
     args = p.parse_args()
     mpi.set_deadline(args.deadline)
 

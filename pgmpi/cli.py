@@ -9,6 +9,7 @@ training.
 from __future__ import annotations
 
 import argparse
+import inspect
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -103,9 +104,11 @@ def settings_given(args: argparse.Namespace, defaults) -> dict:
     return {f.name: getattr(args, f.name) for f in fields(defaults) if hasattr(args, f.name)}
 
 
-def add_run_flags(parser: argparse.ArgumentParser, log_dir: str, step: str, every: int) -> None:
-    """The flags of a run that do not change its results: --log-dir, --checkpoint-every,
-    --resume, --quiet, --trace and --tensorboard (``step``: "update" or "generation")."""
+def add_run_flags(parser: argparse.ArgumentParser, log_dir: str, step: str, train) -> None:
+    """The flags of a run that do not change its results: --log-dir, --checkpoint-every
+    (default: ``train``'s, the algorithm's ``train`` method), --resume, --quiet, --trace and
+    --tensorboard (``step``: "update" or "generation")."""
+    every = inspect.signature(train).parameters["checkpoint_every"].default
     parser.add_argument(
         "--log-dir",
         type=Path,

@@ -53,6 +53,9 @@ def init() -> Watchdog:
     return comm.watch
 
 
+comm.on_first_collective = init  # a script that makes no agent is initialised there
+
+
 def set_deadline(
     seconds: float | None = None, factor: float | None = None, floor: float | None = None
 ) -> None:

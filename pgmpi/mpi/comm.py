@@ -23,7 +23,8 @@ import numpy as np
 from mpi4py import MPI
 
 _COMM = MPI.COMM_WORLD
-watch = None  # the watchdog on collectives, set by pgmpi.mpi.init (several ranks only)
+watch = None  # the watchdog on collectives, set by pgmpi.mpi.init
+on_first_collective = None  # pgmpi.mpi.init, handed down by the package (no upward import)
 
 
 class CollectiveError(Exception):
@@ -140,10 +141,8 @@ def _arrive() -> None:
     """
     if _COMM.Get_size() == 1:
         return
-    if watch is None:
-        from pgmpi.mpi import init  # the first collective of a script that made no agent
-
-        init()
+    if watch is None:  # the first collective of a script that made no agent
+        on_first_collective()
     watch.enter()
     request, polls = _COMM.Ibarrier(), 0
     while not request.Test():
