@@ -16,8 +16,8 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 
 # CartPole to a solved score on 2 ranks, then 3 minutes of Pong from pixels on 2 ranks.
 demo: $(VENV)/.installed
-	timeout 600 $(MPIRUN) -n $(RANKS) $(PY) examples/cartpole.py --log-dir runs/cartpole
-	timeout 600 $(MPIRUN) -n $(RANKS) $(PY) examples/pong.py --minutes 3 --log-dir runs/pong-demo
+	timeout 600 $(MPIRUN) -n $(RANKS) $(PY) examples/cartpole.py --log-dir runs/cartpole --overwrite
+	timeout 600 $(MPIRUN) -n $(RANKS) $(PY) examples/pong.py --minutes 3 --log-dir runs/pong-demo --overwrite
 	$(PY) -m pgmpi.plot runs/pong-demo --out runs/pong-demo/progress.png
 
 # Lint, then the three test tiers, two hosts over TCP and a real Slurm; every mpirun is

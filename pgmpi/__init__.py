@@ -5,7 +5,7 @@ threadpoolctl only: gymnasium and ale-py are imported when an environment is mad
 """
 
 from pgmpi.ga import PrunedGA
-from pgmpi.mpi import CollectiveError, ConfigError, NonFiniteError
+from pgmpi.mpi import CollectiveError, ConfigError, NonFiniteError, WriteError
 from pgmpi.pg import ParallelPG
 from pgmpi.version import __version__
 
@@ -15,5 +15,6 @@ __all__ = [
     "CollectiveError",
     "ConfigError",
     "NonFiniteError",
+    "WriteError",
     "__version__",
 ]

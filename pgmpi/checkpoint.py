@@ -25,31 +25,42 @@ _META = "__meta__"
 
 
 def save(path: str | os.PathLike, arrays: dict[str, np.ndarray], meta: dict) -> Path:
-    """Write ``arrays`` and ``meta`` to ``path`` on the root rank, atomically.
+    """Write ``arrays`` and ``meta`` to ``path`` on the root rank, atomically: a new file
+    is written beside it, then renamed over it, so a failure leaves the earlier one whole.
 
-    Only the root writes; the other ranks return at once (no collective).
+    Raises:
+        WriteError: on every rank, if the root could not write the file (a full disk, say),
+            naming the error and what is intact.
+
+    Collective: every rank must call this.
     """
     path = Path(path)
-    if not mpi.is_root():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    meta = dict(meta, format=FORMAT)
-    blob = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays, **{_META: blob})
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # make the rename itself durable
-    finally:
-        os.close(dir_fd)
+    problem = None
+    if mpi.is_root():
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            blob = json.dumps(dict(meta, format=FORMAT), sort_keys=True).encode()
+            with open(tmp, "wb") as f:
+                np.savez(f, **arrays, **{_META: np.frombuffer(blob, dtype=np.uint8)})
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            dir_fd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)  # make the rename itself durable
+            finally:
+                os.close(dir_fd)
+        except OSError as e:
+            before = _meta_of(path) if path.is_file() else None
+            count = ", ".join(
+                f"{k} {before[k]}" for k in ("update", "generation") if k in (before or {})
+            )
+            intact = f"the checkpoint there ({count}) is intact" if before else "none was there"
+            problem = f"cannot save {str(path)!r}: {e.strerror or e} (errno {e.errno}); {intact}"
+        finally:
+            tmp.unlink(missing_ok=True)
+    mpi.agree({}, problem, error=mpi.WriteError)
     return path
 
 
@@ -74,30 +85,46 @@ def restore_params(path: str | os.PathLike, saved: np.ndarray, params: np.ndarra
 
 
 def writable_problem(
-    path: str | os.PathLike | None, algorithm: str | None = None, env: str | None = None
+    path: str | os.PathLike | None,
+    algorithm: str | None = None,
+    config: dict | None = None,
+    *,
+    fresh: bool = True,
+    overwrite: bool = False,
 ) -> str | None:
     """On the root, why a checkpoint could not be written to ``path`` (its folder is made
     and a file written there and removed); None if it can, if ``path`` is None, or on
     other ranks. Pass the result to :func:`pgmpi.mpi.agree` so every rank stops together.
 
-    With ``algorithm`` and ``env``, a pgmpi checkpoint already at ``path`` that another
-    algorithm or env wrote is a problem too: a CartPole run pointed at a Pong run's folder
-    must not replace its checkpoint. (One of the same algorithm and env is replaced.)
+    With ``algorithm`` and ``config`` (the run's, with its ``env``), pgmpi writes only its
+    own files: a file at ``path`` that is not a pgmpi checkpoint is a problem, and so is a
+    checkpoint of another algorithm or env (whatever ``overwrite`` says), and one of an
+    earlier run of the same kind unless ``overwrite``: a new run (``fresh``), or a run
+    whose settings differ, must not replace it silently.
     """
     if path is None or not mpi.is_root():
         return None
     path = Path(path)
-    if algorithm is not None and path.is_file() and zipfile.is_zipfile(path):
-        try:
-            with np.load(path, allow_pickle=False) as data:  # reads only the metadata
-                meta = json.loads(data[_META].tobytes().decode())
-            theirs = (meta.get("algorithm"), meta.get("config", {}).get("env"))
-        except Exception:  # not a pgmpi checkpoint, or unreadable: nothing to protect
-            theirs = (algorithm, env)
+    if algorithm is not None and path.is_file():
+        meta = _meta_of(path)
+        if meta is None:
+            return (
+                f"{str(path)!r} is not a pgmpi checkpoint, and pgmpi writes only its own "
+                "files: choose another log dir or checkpoint path (nothing was changed)"
+            )
+        env = (config or {}).get("env")
+        theirs = (meta.get("algorithm"), meta.get("config", {}).get("env"))
         if theirs != (algorithm, env):
             return (
                 f"checkpoint {str(path)!r} holds a {theirs[0]} run on {theirs[1]!r}; this "
                 f"{algorithm} run on {env!r} would replace it: choose another log dir or path"
+            )
+        if not overwrite and (fresh or meta.get("config") != config):
+            count = ", ".join(f"{k} {meta[k]}" for k in ("update", "generation") if k in meta)
+            return (
+                f"checkpoint {str(path)!r} holds an earlier run ({count}): continue it with "
+                "--resume (Agent.load), or pass --overwrite (overwrite=True) to replace it; "
+                "nothing was changed"
             )
     probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
     try:
@@ -114,6 +141,17 @@ def writable_problem(
     except OSError as e:
         return f"cannot write checkpoint {str(path)!r}: {e.strerror or e}"
     return None
+
+
+def _meta_of(path: Path) -> dict | None:
+    """The metadata of the pgmpi checkpoint at ``path``, or None if it is not one."""
+    if not zipfile.is_zipfile(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:  # reads only the metadata
+            return json.loads(data[_META].tobytes().decode())
+    except Exception:  # any unreadable or foreign archive: not a pgmpi checkpoint
+        return None
 
 
 def _read(path: Path, algorithm: str | None) -> tuple[dict, dict]:
@@ -185,17 +223,17 @@ def load(path: str | os.PathLike, algorithm: str) -> tuple[dict[str, np.ndarray]
     return arrays, meta
 
 
-RUN_OPTIONS = ("env", "log_dir", "blas_threads", "quiet", "trace", "tensorboard")
+RUN_OPTIONS = ("env", "log_dir", "blas_threads", "quiet", "trace", "tensorboard", "overwrite")
 
 
 def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     """``load`` plus the constructor arguments to rebuild the object that was saved.
 
     ``overrides`` may replace the arguments that are not learning state (``RUN_OPTIONS``):
-    ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``, ``quiet``, ``trace``
-    and ``tensorboard``. An ``env`` given as an id must be the one the checkpoint was trained
-    on: a script that expects Pong refuses a CartPole checkpoint left in its log dir instead
-    of training on it.
+    ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``, ``quiet``, ``trace``,
+    ``tensorboard`` and ``overwrite``. An ``env`` given as an id must be the one the
+    checkpoint was trained on: a script that expects Pong refuses a CartPole checkpoint left
+    in its log dir instead of training on it.
 
     Returns:
         (arrays, metadata, keyword arguments for the algorithm's constructor).

@@ -106,8 +106,8 @@ def settings_given(args: argparse.Namespace, defaults) -> dict:
 
 def add_run_flags(parser: argparse.ArgumentParser, log_dir: str, step: str, train) -> None:
     """The flags of a run that do not change its results: --log-dir, --checkpoint-every
-    (default: ``train``'s, the algorithm's ``train`` method), --resume, --quiet, --trace and
-    --tensorboard (``step``: "update" or "generation")."""
+    (default: ``train``'s, the algorithm's ``train`` method), --resume, --overwrite,
+    --quiet, --trace and --tensorboard (``step``: "update" or "generation")."""
     every = inspect.signature(train).parameters["checkpoint_every"].default
     parser.add_argument(
         "--log-dir",
@@ -127,6 +127,11 @@ def add_run_flags(parser: argparse.ArgumentParser, log_dir: str, step: str, trai
         help="continue from LOG_DIR/checkpoint.npz: its settings win over the flags (those "
         "ignored are named); the limits and --checkpoint-every apply",
     )
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="replace an earlier run's logs and checkpoint in LOG_DIR (without it, a used "
+        "log dir is refused: continue it with --resume)",
+    )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
     parser.add_argument(
         "--trace",
@@ -146,9 +151,8 @@ def make_agent(cls, parser: ArgumentParser, args: argparse.Namespace, env: str, 
     """The example's agent: with ``--resume``, ``cls.load`` from LOG_DIR/checkpoint.npz
     (naming the settings flags it ignores); else a new one with ``defaults`` and the
     settings flags given. Collective: every rank must call this."""
-    run = dict(
-        log_dir=args.log_dir, quiet=args.quiet, trace=args.trace, tensorboard=args.tensorboard
-    )
+    names = ("log_dir", "quiet", "trace", "tensorboard", "overwrite")
+    run = {k: getattr(args, k) for k in names}
     given = settings_given(args, defaults)
     if not args.resume:
         return cls(env=env, config=replace(defaults, **given), **run)

@@ -323,12 +323,18 @@ RUN_RULES = {
     "trace": (lambda v: v in (True, False), "True or False"),
     "quiet": (lambda v: v in (True, False), "True or False"),
     "tensorboard": (lambda v: v in (True, False), "True or False"),
+    "overwrite": (lambda v: v in (True, False), "True or False"),
 }
 
 
-def run_problem(log_dir, blas_threads, quiet, trace, tensorboard=False) -> str | None:
+def run_problem(
+    log_dir, blas_threads, quiet, trace, tensorboard=False, overwrite=False
+) -> str | None:
     """The first problem with an algorithm's run options, or None."""
-    options = dict(blas_threads=blas_threads, quiet=quiet, trace=trace, tensorboard=tensorboard)
+    options = dict(
+        blas_threads=blas_threads, quiet=quiet, trace=trace, tensorboard=tensorboard,
+        overwrite=overwrite,
+    )  # fmt: skip
     problem = rules_problem(options, RUN_RULES)
     for name in ("trace", "tensorboard"):
         if problem is None and options[name] and log_dir is None:

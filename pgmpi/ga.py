@@ -62,7 +62,7 @@ class PrunedGA:
             :class:`pgmpi.config.GAConfig` documents each one and its default.
         settings: any :class:`~pgmpi.config.GAConfig` field by name (``hidden_sizes``,
             ``population_size``, ``seed``, ...), replacing ``config``'s value.
-        log_dir, blas_threads, quiet, trace, tensorboard: the run's options, which change
+        log_dir, blas_threads, quiet, trace, tensorboard, overwrite: the run's options, which change
             no result (:class:`pgmpi.loop.Trainable` says what each one does). With
             ``trace``, a generation's ``play_s`` is the rank's evaluation, ``update_s`` the
             selection and mutation.
@@ -91,12 +91,13 @@ class PrunedGA:
         quiet: bool = False,
         trace: bool = False,
         tensorboard: bool = False,
+        overwrite: bool = False,
         **settings,
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
         problem = mpi.launcher_problem() or GAConfig.unknown_problem(settings)
         cfg = replace(config or GAConfig(), **settings) if problem is None else GAConfig()
-        options = (log_dir, blas_threads, quiet, trace, tensorboard)
+        options = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
         problem = problem or cfg.problem() or run_problem(*options)
         name = env if isinstance(env, str) else "custom"
         if problem is None:
@@ -113,6 +114,7 @@ class PrunedGA:
         self._env = env
         self.trace = trace
         self.tensorboard = tensorboard
+        self.overwrite = overwrite
         self.blas = threads.cap_blas_threads(blas_threads)
         self.net = PrunedNetwork((sizes[0], *cfg.hidden_sizes, sizes[1]), discrete=sizes[2])
         self._bounds = sizes[3]
@@ -268,6 +270,9 @@ class PrunedGA:
 
     def header(self) -> str:
         return f"layers {self.net.sizes}, {self.net.n_weights} connections"
+
+    def units(self) -> tuple[int, str, str]:
+        return self.config["population_size"], "individuals", "population_size"
 
     @staticmethod
     def line(r: dict) -> str:

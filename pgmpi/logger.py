@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import io
 import json
 import os
 import socket
@@ -60,44 +61,65 @@ class Logger:
         quiet: bool = False,
         trace: bool = False,
         tensorboard: bool = False,
+        overwrite: bool = False,
+        config: dict | None = None,
     ):
         self.path = Path(log_dir) / "progress.csv" if log_dir is not None else None
         self.trace_path = Path(log_dir) / "trace.csv" if log_dir is not None else None
-        self.quiet, self.tracing = quiet, trace
+        self.quiet = quiet
+        self.tracing = trace
+        self.problem: str | None = None  # why the root stopped writing (a full disk, say)
         self._columns: list[str] | None = None
         self._said: set[str] = set()  # what print_once has printed
+        self._scalars = None
+        self._rows = 0
         problem = None
         if self.path is not None and mpi.is_root():
-            problem = lock_log_dir(self.path.parent)
+            folder = self.path.parent
+            ours = (folder / LOCK_NAME).exists()  # pgmpi has logged here before
+            problem = lock_log_dir(folder)
+            if problem is None and not resume:
+                problem = used_problem(folder, ours, overwrite)
+                if problem is not None:  # refused: leave the folder as it was found
+                    unlock_log_dir(folder, remove=not ours)
             try:
                 if problem is None and resume and self.path.exists():
                     with open(self.path, newline="") as f:
                         self._columns = next(csv.reader(f), None)
-                elif problem is None and self.path.exists():
-                    self.path.unlink()
-                if problem is None and not resume and self.trace_path.exists():
-                    self.trace_path.unlink()  # another run's: it would mislead
+                elif problem is None:  # a new run: an earlier one's files go (overwrite)
+                    for old in (self.path, self.trace_path, *folder.glob(EVENTS)):
+                        old.unlink(missing_ok=True)
+                text = json.dumps(config, indent=2) + "\n"
+                saved = folder / "config.json"
+                if problem is None and config is not None and not _holds(saved, text):
+                    self._write(saved, text)
+                    problem = self.problem
             except OSError as e:
-                problem = f"cannot use log dir {str(self.path.parent)!r}: {e}"
-        self._scalars, self._rows = None, 0
-        if problem is None and tensorboard and self.path is not None and mpi.is_root():
-            try:
-                from pgmpi.tensorboard import ScalarWriter
+                problem = f"cannot use log dir {str(folder)!r}: {e.strerror or e}"
+            if problem is None and tensorboard:
+                try:
+                    from pgmpi.tensorboard import ScalarWriter
 
-                self._scalars = ScalarWriter(self.path.parent)
-            except ImportError as e:
-                problem = str(e)
+                    self._scalars = ScalarWriter(folder)
+                except ImportError as e:
+                    problem = str(e)
         mpi.agree({}, problem)  # a bad log dir stops every rank here, before anything is written
 
-    def save_config(self, config: dict) -> None:
-        """Write the run's settings to ``config.json`` in the log dir, on the root rank (a
-        new file replaces the old one whole)."""
-        if self.path is None or not mpi.is_root():
+    def _write(self, path: Path, text: str, mode: str = "replace") -> None:
+        """Write ``text`` to ``path`` (replacing it whole, atomically, or appending with
+        ``mode="a"``); a failure is kept in ``problem`` and stops all further writing."""
+        if self.problem is not None:
             return
-        path = self.path.parent / "config.json"
-        part = path.with_name(path.name + ".part")
-        part.write_text(json.dumps(config, indent=2, default=str) + "\n")
-        os.replace(part, path)
+        try:
+            if mode == "a":
+                with open(path, "a", newline="") as f:
+                    f.write(text)
+                return
+            part = path.with_name(path.name + ".part")
+            part.write_text(text)
+            os.replace(part, path)
+        except OSError as e:
+            self.problem = f"cannot write {str(path)!r}: {e.strerror or e} (errno {e.errno})"
 
     def print(self, text: str) -> None:
         """Print ``text`` on the root rank."""
@@ -124,11 +146,12 @@ class Logger:
         new = self._columns is None
         if new:
             self._columns = list(row)
-        with open(self.path, "a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=self._columns, extrasaction="ignore")
-            if new:
-                writer.writeheader()
-            writer.writerow(row)
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=self._columns, extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+        self._write(self.path, text.getvalue(), mode="a")
 
     def close(self) -> None:
         """Finish the TensorBoard file, if any (the CSV is closed after every row)."""
@@ -142,15 +165,15 @@ class Logger:
         figures :func:`rank_figures` reads; the update's own step is what is left)."""
         if not (mpi.is_root() and self.tracing and self.trace_path is not None and ranks):
             return
-        new = not self.trace_path.exists()
-        with open(self.trace_path, "a", newline="") as f:
-            writer = csv.writer(f)
-            if new:
-                writer.writerow(TRACE_COLUMNS)
-            for r, t in enumerate(ranks):
-                rest = t["total_s"] - t["play_s"] - t["grad_s"] - t["allreduce_s"]
-                times = (t["start_s"], t["play_s"], t["grad_s"], t["allreduce_s"], rest)
-                writer.writerow([update, r, *(f"{x:.6f}" for x in times)])
+        text = io.StringIO()
+        writer = csv.writer(text)
+        if not self.trace_path.exists():
+            writer.writerow(TRACE_COLUMNS)
+        for r, t in enumerate(ranks):
+            rest = t["total_s"] - t["play_s"] - t["grad_s"] - t["allreduce_s"]
+            times = (t["start_s"], t["play_s"], t["grad_s"], t["allreduce_s"], rest)
+            writer.writerow([update, r, *(f"{x:.6f}" for x in times)])
+        self._write(self.trace_path, text.getvalue(), mode="a")
 
     def truncate(self, rows: int) -> None:
         """Keep only the first ``rows`` data rows of the CSV, and of ``trace.csv`` the rows
@@ -168,6 +191,40 @@ class Logger:
 
 
 LOCK_NAME = ".lock"
+EVENTS = "events.out.tfevents.*"  # TensorBoard's files
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` holds ``text`` already."""
+    return path.is_file() and path.read_text() == text
+
+
+def used_problem(folder: Path, ours: bool, overwrite: bool) -> str | None:
+    """Why a new run may not start in ``folder``, or None: an earlier run's logs are there
+    (unless ``overwrite``), or, in a folder pgmpi never locked (``ours`` False), a
+    ``progress.csv`` that pgmpi did not write (whatever it is told: pgmpi writes only its
+    own files)."""
+    csv_path = folder / "progress.csv"
+    if not (csv_path.exists() or (folder / "config.json").exists()):
+        return None
+    rows = 0
+    if csv_path.exists():
+        with open(csv_path, newline="") as f:
+            rows = max(sum(1 for _ in f) - 1, 0)
+    if csv_path.exists() and not ours:
+        return (
+            f"log dir {str(folder)!r} holds a progress.csv that pgmpi did not write: choose "
+            "another log dir (nothing was changed)"
+        )
+    if overwrite:
+        return None
+    return (
+        f"log dir {str(folder)!r} holds an earlier run ({rows} rows in progress.csv): continue "
+        "it with --resume (Agent.load), or pass --overwrite (overwrite=True) to replace it; "
+        "nothing was changed"
+    )
+
+
 _held: dict[str, int] = {}  # log dirs this process has locked: resolved path -> lock file fd
 
 
@@ -206,6 +263,15 @@ def lock_log_dir(folder: str | Path) -> str | None:
     )
     _held[key] = fd  # kept open: closing it would drop the lock
     return None
+
+
+def unlock_log_dir(folder: str | Path, remove: bool = False) -> None:
+    """Drop this process's lock on ``folder`` (and, with ``remove``, its lock file)."""
+    fd = _held.pop(str(Path(folder).resolve()), None)
+    if fd is not None:
+        if remove:
+            (Path(folder) / LOCK_NAME).unlink(missing_ok=True)
+        os.close(fd)
 
 
 def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:

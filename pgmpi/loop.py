@@ -10,6 +10,9 @@ are the same on every rank, so every rank leaves the loop at the same step.
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +35,9 @@ class Trainable(Protocol):
             gradients, waiting at the collective, the rest); costs one small gather a step.
         tensorboard: also write every logged row as TensorBoard scalars in ``log_dir``
             (``pip install pgmpi[tensorboard]``).
+        overwrite: a new run may replace an earlier run's logs in ``log_dir`` and its
+            checkpoint at ``checkpoint_path`` (else refused, naming ``--resume``); pgmpi
+            never replaces a file it did not write.
         blas: what :func:`pgmpi.threads.cap_blas_threads` returned for the constructor's
             ``blas_threads`` (None: :func:`pgmpi.threads.default_threads`).
     """
@@ -42,6 +48,7 @@ class Trainable(Protocol):
     quiet: bool
     trace: bool
     tensorboard: bool
+    overwrite: bool
     blas: dict
 
     def counts(self) -> dict[str, int]:
@@ -49,6 +56,10 @@ class Trainable(Protocol):
 
     def header(self) -> str:
         """The algorithm's part of the run header (its network, work split, optimizer)."""
+
+    def units(self) -> tuple[int, str, str]:
+        """How many units of work a step shares out over ranks, what they are, and the
+        setting that sets them: ``(16, "slots", "slots")``."""
 
     def step(self, log: Logger, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
         """One update or generation, given the ``time.perf_counter()`` of the start of the
@@ -98,24 +109,28 @@ def train(
             or another run holds the log dir.
     """
     problem = check_limits(dict(limits, minutes=minutes), target_return, checkpoint_every, callback)
-    problem = problem or checkpoint.writable_problem(
-        checkpoint_path, agent.algorithm, agent.config["env"]
-    )
-    mpi.agree(dict(limits, minutes=minutes, target_return=target_return), problem)
     first = agent.counts()
     unit = next(iter(limits))
     step_name = unit.removesuffix("s")  # "update", "generation"
+    fresh = first[unit] == 0  # a new run, not one resumed or trained on
+    problem = problem or checkpoint.writable_problem(
+        checkpoint_path, agent.algorithm, agent.config, fresh=fresh, overwrite=agent.overwrite
+    )
+    mpi.agree(dict(limits, minutes=minutes, target_return=target_return), problem)
     log = Logger(
         agent.log_dir,
-        resume=first[unit] > 0,
+        resume=not fresh,
         quiet=agent.quiet,
         trace=agent.trace,
         tensorboard=agent.tensorboard,
+        overwrite=agent.overwrite,
+        config=agent.config,
     )
     log.truncate(first[unit])  # a resumed run's logs, cut back to its checkpoint
-    log.save_config(agent.config)
     details = f"{agent.header()} | {step_name} {first[unit]}"
     log.print(run_header(agent.algorithm, agent.config["env"], agent.blas, details))
+    for warning in _warnings(agent.units()):
+        log.print(warning)
     if all(v is None for v in (*limits.values(), minutes, target_return)):
         log.print("no limit given: training until interrupted")
     reached = [
@@ -126,10 +141,15 @@ def train(
         log.close()
         return agent
     start = time.perf_counter()
+    saved = None  # the count at this call's last checkpoint
     try:
-        with mpi.deferred_interrupts():  # Ctrl-C waits for the end of the step under way
+        with mpi.deferred_interrupts():  # a stop signal waits for the end of the step under way
             while True:
-                row, stop, times = agent.step(log, start, minutes)
+                try:
+                    row, stop, times = agent.step(log, start, minutes)
+                except mpi.NonFiniteError as e:  # nothing non-finite is saved
+                    intact = _intact(checkpoint_path, saved, step_name)
+                    raise mpi.NonFiniteError(f"{e}; {intact}") from None
                 now = agent.counts()
                 if agent.trace:
                     log.trace(now[unit], mpi.gather_object(times))  # every rank's, to the root
@@ -138,30 +158,81 @@ def train(
                 log.log(row, agent.line(row) + note, step=now[unit])
                 if callback is not None:
                     callback(row)
+                # A stop signal on any rank, or a log the root could not write: all see it here.
+                signum, failed = mpi.interrupt_requested(failed=log.problem is not None)
+                if failed:
+                    intact = _intact(checkpoint_path, saved, step_name)
+                    raise mpi.WriteError(f"{mpi.broadcast_object(log.problem)}; {intact}")
                 why = _stopped_by(limits, now, stop, minutes, target_return, agent, row)
-                if checkpoint_path is not None and (why or now[unit] % checkpoint_every == 0):
+                save = why or signum or now[unit] % checkpoint_every == 0
+                if checkpoint_path is not None and save:
                     agent.save(checkpoint_path)
+                    saved = now[unit]
                 if why:
-                    log.print(
-                        _summary(
-                            why,
-                            agent.line(row),
-                            checkpoint_path,
-                            now[unit],
-                            step_name,
-                            agent.log_dir,
-                        )
-                    )
+                    log.print(_summary(why, agent.line(row), checkpoint_path, saved, step_name,
+                                       agent.log_dir))  # fmt: skip
                     return agent
-                if mpi.interrupt_requested():  # Ctrl-C on any rank: all stop here, together
-                    if checkpoint_path is not None:
-                        agent.save(checkpoint_path)
-                        where = f"{step_name} {now[unit]}"  # "update 12"
-                        log.print(f"interrupted: saved {checkpoint_path} at {where}")
-                    mpi.barrier()  # the root's write is complete before any rank exits
-                    raise KeyboardInterrupt
+                if signum:  # every rank stops here, together, the checkpoint saved
+                    _stop(log, signum, checkpoint_path, saved, step_name)
     finally:
         log.close()
+
+
+def _stop(log: Logger, signum: int, path, saved: int | None, step_name: str) -> None:
+    """End the run after a stop signal: KeyboardInterrupt for Ctrl-C (status 130), else
+    SystemExit with status 128 + the signal's number (143 for SIGTERM). Collective."""
+    name = signal.Signals(signum).name
+    if path is not None:
+        where = f"{step_name} {saved}"  # "update 12"
+        prefix = "interrupted" if signum == signal.SIGINT else name
+        log.print(f"{prefix}: saved {path} at {where}")
+    mpi.barrier()  # the root's write is complete before any rank exits
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    log.print(f"pgmpi: stopped by {name} (exit status {128 + signum})")
+    raise SystemExit(128 + signum)
+
+
+def _warnings(units: tuple[int, str, str]) -> list[str]:
+    """The run header's warning lines: idle ranks, given ``units`` (how many units of work
+    a step has, what they are, the setting that sets them), and ranks that share cores.
+    Collective."""
+    n = mpi.size()
+    count, what, setting = units
+    lines = []
+    if count < n:
+        lines.append(
+            f"warning: {n - count} of {n} ranks idle ({count} {what}): use {setting} >= {n}"
+        )
+    hosts: dict[str, list[int]] = {}
+    for host, cores in mpi.allgather_object((socket.gethostname(), usable_cores())):
+        hosts.setdefault(host, []).append(cores)
+    for host, cores in hosts.items():
+        if len(cores) > min(cores):
+            lines.append(
+                f"warning: {len(cores)} ranks on {host}, which has {min(cores)} cores for them: "
+                "ranks share cores and each runs slower (oversubscribed); start at most "
+                f"{min(cores)} there"
+            )
+    return lines
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, else the machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _intact(path, saved: int | None, step_name: str) -> str:
+    """What is safe on disk, for an error message."""
+    if path is None:
+        return "no checkpoint path was given"
+    if saved is not None:
+        return f"the checkpoint {path} ({step_name} {saved}) is intact"
+    if Path(path).exists():
+        return f"the checkpoint {path} from before this call is intact"
+    return "no checkpoint was saved yet"
 
 
 def _stopped_by(limits, now, stop, minutes, target_return, agent, row) -> str | None:
@@ -176,7 +247,7 @@ def _stopped_by(limits, now, stop, minutes, target_return, agent, row) -> str | 
     return None
 
 
-def _summary(why: str, line: str, path, count: int, step_name: str, log_dir) -> str:
+def _summary(why: str, line: str, path, count: int | None, step_name: str, log_dir) -> str:
     """The run's last lines: what stopped it, its final figures, where its files are."""
     saved = f"checkpoint {path} ({step_name} {count})" if path is not None else "no checkpoint"
     logs = f"logs in {log_dir}" if log_dir is not None else "no log dir"

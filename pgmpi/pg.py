@@ -69,7 +69,7 @@ class ParallelPG:
             :class:`pgmpi.config.PGConfig` documents each one and its default.
         settings: any :class:`~pgmpi.config.PGConfig` field by name (``hidden_size``,
             ``learning_rate``, ``slots``, ``seed``, ...), replacing ``config``'s value.
-        log_dir, blas_threads, quiet, trace, tensorboard: the run's options, which change
+        log_dir, blas_threads, quiet, trace, tensorboard, overwrite: the run's options, which change
             no result (:class:`pgmpi.loop.Trainable` says what each one does).
 
     Attributes:
@@ -96,6 +96,7 @@ class ParallelPG:
         quiet: bool = False,
         trace: bool = False,
         tensorboard: bool = False,
+        overwrite: bool = False,
         **settings,
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
@@ -103,7 +104,7 @@ class ParallelPG:
         # The launch is checked first: nothing is made or written in a mismatched one.
         problem = mpi.launcher_problem() or PGConfig.unknown_problem(settings)
         cfg = replace(config or PGConfig(), **settings) if problem is None else PGConfig()
-        options = (log_dir, blas_threads, quiet, trace, tensorboard)
+        options = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
         problem = problem or cfg.problem() or run_problem(*options)
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
@@ -126,6 +127,7 @@ class ParallelPG:
         self.quiet = quiet
         self.trace = trace
         self.tensorboard = tensorboard
+        self.overwrite = overwrite
         self._make_env = env  # the id or factory itself: evaluation plays the same env
         self.blas = threads.cap_blas_threads(blas_threads)
         init = rng.stream(cfg.seed, rng.INIT)
@@ -212,10 +214,15 @@ class ParallelPG:
         t3 = time.perf_counter()
         if bad:
             raise mpi.NonFiniteError(
-                f"update {self.update}: non-finite or huge gradient in {bad} game(s)"
-                "; lower learning_rate or check the env's rewards (nothing was saved)"
+                f"update {self.update + 1}: non-finite or huge gradient in {bad} game(s); "
+                "lower learning_rate or check the env's rewards"
             )
         self.optimizer.step(self.net.params, grad)
+        if not np.isfinite(self.net.params.sum(dtype=np.float64)):  # the same on every rank
+            raise mpi.NonFiniteError(
+                f"update {self.update + 1}: the optimizer step made the parameters non-finite "
+                f"(learning rate {self.learning_rate:g}); lower learning_rate"
+            )
         # This rank's seconds; start_s: where the update sits on this rank's timeline.
         mine = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)
         mine.update(total_s=time.perf_counter() - t0, start_s=t0 - start)
@@ -261,16 +268,16 @@ class ParallelPG:
         """Parameters, slots and how they play, the optimizer; then a warning line if some
         ranks have no slot."""
         c = self.config
-        n = mpi.size()
         text = (
             f"{self.net.params.size:,} params | {c['slots']} slots ({self._slots_note}) of "
             f"{c['steps_per_slot']} steps"
             + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
             + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
         )
-        if c["slots"] < n:
-            text += f"\nwarning: {n - c['slots']} of {n} ranks idle: use slots >= {n}"
         return text
+
+    def units(self) -> tuple[int, str, str]:
+        return self.config["slots"], "slots", "slots"
 
     @staticmethod
     def line(row: dict) -> str:

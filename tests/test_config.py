@@ -31,7 +31,7 @@ def test_every_field_has_a_doc_and_the_defaults_pass_their_own_check():
 def test_flags_carry_the_fields_defaults_and_parse_only_what_was_given():
     p = argparse.ArgumentParser()
     add_settings(p, PRESETS["karpathy"], label="karpathy preset: ")
-    add_run_flags(p, "runs/x", "update", 10)
+    add_run_flags(p, "runs/x", "update", ParallelPG.train)
     help_text = " ".join(p.format_help().split())
     assert "(karpathy preset: 0.0001)" in help_text and "(karpathy preset: rmsprop)" in help_text
     args = p.parse_args(["--hidden-size", "8", "--sticky-actions"])

@@ -2,6 +2,9 @@
 
 import csv
 
+import pytest
+
+from pgmpi import ConfigError
 from pgmpi.logger import Logger
 
 
@@ -16,5 +19,19 @@ def test_logger_writes_csv_and_truncates_on_resume(tmp_path, capsys):
     rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
     assert [r["update"] for r in rows] == ["0", "1", "9"]
     assert "not printed" not in capsys.readouterr().out
-    Logger(tmp_path)  # a new run starts a new file
+    with pytest.raises(ConfigError, match="holds an earlier run .3 rows in progress.csv.: "
+                       "continue it with --resume"):  # fmt: skip
+        Logger(tmp_path)  # a new run does not replace an earlier one unasked
+    assert len(list(csv.DictReader(open(tmp_path / "progress.csv")))) == 3
+    Logger(tmp_path, overwrite=True)  # told to: a new run starts a new file
     assert not (tmp_path / "progress.csv").exists()
+
+
+def test_a_log_dir_with_a_progress_csv_pgmpi_did_not_write_is_refused_even_with_overwrite(
+    tmp_path,
+):
+    (tmp_path / "progress.csv").write_text("epoch,loss\n1,0.5\n")
+    for overwrite in (False, True):
+        with pytest.raises(ConfigError, match="holds a progress.csv that pgmpi did not write"):
+            Logger(tmp_path, overwrite=overwrite)
+    assert (tmp_path / "progress.csv").read_text() == "epoch,loss\n1,0.5\n"

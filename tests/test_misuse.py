@@ -239,7 +239,11 @@ def test_a_fresh_run_does_not_replace_a_checkpoint_of_another_env_or_algorithm(t
     with pytest.raises(ConfigError, match="this PrunedGA run on 'CartPole-v1' would replace it"):
         _ga().train(generations=1, checkpoint_path=ck)
     assert ck.read_bytes() == before and not (tmp_path / "progress.csv").exists()
-    _cartpole(seed=4).train(updates=2, checkpoint_path=ck)  # the same env and algorithm may
+    with pytest.raises(ConfigError, match="holds an earlier run .update 1.: continue it with "
+                       "--resume .* or pass --overwrite"):  # fmt: skip
+        _cartpole(seed=4).train(updates=2, checkpoint_path=ck)  # an earlier run of the same kind
+    assert ck.read_bytes() == before
+    _cartpole(seed=4, overwrite=True).train(updates=2, checkpoint_path=ck)  # when told to
     assert ParallelPG.load(ck).update == 2
 
 

@@ -128,8 +128,8 @@ def test_resume_keeps_the_trace_of_the_saved_updates(tmp_path):
     back.train(updates=3)  # the run died after update 4; the checkpoint holds 2
     assert [int(r["update"]) for r in _rows(tmp_path / "trace.csv")] == [1, 2, 3]
     assert _trace_matches_progress(tmp_path, 3, 1) == []
-    ParallelPG(**CARTPOLE, log_dir=tmp_path, quiet=True).train(updates=1)
-    assert not (tmp_path / "trace.csv").exists()  # a new run in the folder: the old trace goes
+    ParallelPG(**CARTPOLE, log_dir=tmp_path, quiet=True, overwrite=True).train(updates=1)
+    assert not (tmp_path / "trace.csv").exists()  # a new run replacing it: the old trace goes
 
 
 def test_timeline_plot_writes_a_png(tmp_path):

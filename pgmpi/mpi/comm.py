@@ -17,12 +17,14 @@ the job does with them and with every other error.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import numpy as np
 from mpi4py import MPI
 
 _COMM = MPI.COMM_WORLD
+ABORT_PAUSE_S = 0.5  # what abort() waits after flushing, for the launcher to forward it
 watch = None  # the watchdog on collectives, set by pgmpi.mpi.init
 on_first_collective = None  # pgmpi.mpi.init, handed down by the package (no upward import)
 
@@ -36,7 +38,13 @@ class ConfigError(CollectiveError, ValueError):
 
 
 class NonFiniteError(CollectiveError, FloatingPointError):
-    """NaN or inf reached the gradients, returns or fitness; training stops before saving."""
+    """NaN or inf reached the gradients, parameters, returns or fitness; training stops
+    before anything non-finite is saved."""
+
+
+class WriteError(CollectiveError, OSError):
+    """A checkpoint or log could not be written (a full disk, say); what was saved before
+    is intact."""
 
 
 def rank() -> int:
@@ -254,17 +262,19 @@ def global_stats(x: np.ndarray) -> tuple[float, float, float, float]:
     return float(mean), std, float(lo[0]), float(-lo[1])
 
 
-def agree(settings: dict, problem: str | None = None) -> None:
+def agree(settings: dict, problem: str | None = None, error: type = ConfigError) -> None:
     """Check, in one small collective, that every rank is fine and has the same settings.
 
     Args:
         settings: JSON-like values that must be equal on every rank (hyperparameters, seed,
             environment id, library version).
         problem: this rank's error message, or None if this rank found nothing wrong.
+        error: the exception to raise for a problem (a :class:`CollectiveError`).
 
     Raises:
-        ConfigError: on every rank, naming the first problem found (and the ranks that found
-            it) or the first setting that differs (and the ranks that hold each value).
+        ConfigError (or ``error`` for a problem): on every rank, naming the first problem
+            found (and the ranks that found it) or the first setting that differs (and the
+            ranks that hold each value).
 
     Collective: every rank must call this.
     """
@@ -274,7 +284,7 @@ def agree(settings: dict, problem: str | None = None) -> None:
         message = problems[0][1]
         ranks = [r for r, p in problems if p == message]
         where = "" if len(ranks) == len(reports) or size() == 1 else f" (on ranks {ranks})"
-        raise ConfigError(message + where)
+        raise error(message + where)
     for key in settings:
         values = [s.get(key) for _, s in reports]
         if any(v != values[0] for v in values):
@@ -292,7 +302,16 @@ def barrier() -> None:
 
 
 def abort(code: int) -> None:
-    """End every rank of the job with exit status ``code`` (``MPI_Abort``)."""
+    """End every rank of the job with exit status ``code`` (``MPI_Abort``), half a second
+    after flushing what this rank wrote: the launcher forwards a rank's output on its own
+    schedule, and the abort can tear the job down first (seen on a loaded machine: the job
+    ended, the message lost)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed or broken: nothing more to save
+            pass
+    time.sleep(ABORT_PAUSE_S)
     try:
         _COMM.Abort(code)
     finally:

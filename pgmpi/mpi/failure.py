@@ -34,14 +34,19 @@ from pgmpi.mpi.comm import (
     size,
 )
 
-_interrupt = {"requested": False}  # set by a Ctrl-C inside deferred_interrupts()
+# The signals that stop training at the next step boundary, checkpoint saved: Ctrl-C, the
+# SIGTERM of `timeout`, `scancel` and a batch system's time limit, and the SIGUSR1 a Slurm job
+# asks for before its limit (`#SBATCH --signal=B:USR1@120`).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+_received: list[int] = []  # the stop signals received inside deferred_interrupts(), in order
 
 
 @contextmanager
 def deferred_interrupts():
-    """Inside the block, Ctrl-C (SIGINT) only sets a flag that :func:`interrupt_requested`
-    reports, so training can stop at the next update boundary with every rank agreed and the
-    checkpoint saved. A second Ctrl-C raises KeyboardInterrupt at once, as usual.
+    """Inside the block, Ctrl-C (SIGINT), SIGTERM and SIGUSR1 only note the signal, which
+    :func:`interrupt_requested` reports, so training can stop at the next update boundary
+    with every rank agreed and the checkpoint saved. A second one stops at once: Ctrl-C
+    raises KeyboardInterrupt, the others exit with status 128 + the signal's number.
 
     Outside the main thread (where Python cannot take signals) this does nothing.
     """
@@ -50,27 +55,38 @@ def deferred_interrupts():
         return
 
     def handler(signum, frame):
-        if _interrupt["requested"]:  # the second Ctrl-C: the user will not wait
-            raise KeyboardInterrupt
-        _interrupt["requested"] = True
+        if _received:  # the second one: the user, or the batch system, will not wait
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise SystemExit(128 + signum)
+        _received.append(signum)
         if is_root():  # os.write, not print: a handler may run in the middle of a print
-            os.write(2, b"pgmpi: stopping at the end of this update (Ctrl-C again: at once)\n")
+            name = signal.Signals(signum).name
+            again = "Ctrl-C" if signum == signal.SIGINT else name
+            os.write(2, f"pgmpi: {name}: stopping at the end of this update "
+                        f"({again} again: at once)\n".encode())  # fmt: skip
 
-    _interrupt["requested"] = False
-    previous = signal.signal(signal.SIGINT, handler)
+    _received.clear()
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
         yield
     finally:
-        # None: a handler set outside Python, which cannot be put back; use Python's default
-        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
-        _interrupt["requested"] = False
+        for s, handler_before in previous.items():
+            # None: a handler set outside Python, which cannot be put back: the default
+            signal.signal(s, signal.SIG_DFL if handler_before is None else handler_before)
+        if previous[signal.SIGINT] is None:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        _received.clear()
 
 
-def interrupt_requested() -> bool:
-    """True on every rank if Ctrl-C reached any rank inside :func:`deferred_interrupts`
-    (each rank's flag as it stands when it calls this). Collective."""
-    flag = np.array([int(_interrupt["requested"])], dtype=np.int64)
-    return bool(allreduce_sum_(flag)[0])
+def interrupt_requested(failed: bool = False) -> tuple[int | None, bool]:
+    """(the stop signal that reached any rank inside :func:`deferred_interrupts`, SIGINT
+    first, else None; whether any rank passed ``failed=True``), the same on every rank.
+    Each rank's flags count as they stand when it calls this. Collective."""
+    flags = np.array([int(s in _received) for s in STOP_SIGNALS] + [int(failed)], dtype=np.int64)
+    allreduce_sum_(flags)
+    stop = next((int(s) for s, f in zip(STOP_SIGNALS, flags, strict=False) if f), None)
+    return stop, bool(flags[-1])
 
 
 def _excepthook(kind, value, tb) -> None:
