@@ -241,9 +241,7 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     Collective: every rank must call this.
     """
     arrays, meta = load(path, algorithm)
-    unknown = sorted(
-        set(overrides) - {"env", "log_dir", "blas_threads", "quiet", "trace", "tensorboard"}
-    )
+    unknown = sorted(set(overrides) - set(RUN_OPTIONS))
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")
     env, trained_on = overrides.get("env"), meta["config"].get("env")

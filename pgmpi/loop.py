@@ -98,15 +98,21 @@ def train(
         callback: called on every rank after every step with the logged row.
 
     Without limits, trains until interrupted. A limit already reached trains nothing.
-    Ctrl-C stops every rank at the end of the step under way: every rank agrees, the
-    checkpoint is saved (with ``checkpoint_path``), then KeyboardInterrupt is raised; a
-    second Ctrl-C raises at once. The last lines say what stopped the run, its final figures,
-    and where the checkpoint and logs are.
+    Ctrl-C, SIGTERM and SIGUSR1 stop every rank at the end of the step under way: every rank
+    agrees, the checkpoint is saved (with ``checkpoint_path``), then KeyboardInterrupt is
+    raised for Ctrl-C, SystemExit(128 + the signal) for the others; a second one stops at
+    once. The last lines say what stopped the run, its final figures, and where the
+    checkpoint and logs are.
 
     Raises:
         ConfigError: on every rank, before any file changes, if a limit is not None or a
             valid number, an argument is bad, the checkpoint or log dir cannot be written,
-            or another run holds the log dir.
+            another run holds the log dir, or a new run would replace an earlier run's
+            files without ``overwrite`` (or a file pgmpi did not write, whatever it says).
+        NonFiniteError: on every rank, when a step made the gradients or parameters
+            non-finite, before anything is saved, naming the checkpoint that is intact.
+        WriteError: on every rank, when the root could not write the checkpoint or a log
+            (a full disk), naming the error and the checkpoint that is intact.
     """
     problem = check_limits(dict(limits, minutes=minutes), target_return, checkpoint_every, callback)
     first = agent.counts()

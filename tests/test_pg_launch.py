@@ -62,7 +62,9 @@ def test_fewer_slots_than_ranks_is_a_printed_warning(tmp_path):
     small = ["--preset", "karpathy", "--slots", "2", "--hidden-size", "8", "--updates", "1"]
     proc = run_mpi(3, ["examples/pong.py", *small, "--log-dir", str(tmp_path)], timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.count("warning: 1 of 3 ranks idle: use slots >= 3") == 1, proc.stdout
+    lines = proc.stdout.splitlines()  # the header, then the warning on a line of its own
+    assert lines[0].endswith("| update 0"), proc.stdout
+    assert lines.count("warning: 1 of 3 ranks idle (2 slots): use slots >= 3") == 1, proc.stdout
     assert float(_rows(tmp_path / "progress.csv")[0]["perf/rank_steps_per_s_min"]) == 0
 
 
