@@ -274,6 +274,8 @@ class ParallelPG:
             + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
             + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
         )
+        if self.probe.is_pong:  # which protocol the logged scores are under
+            text += " | sticky actions (0.25)" if c["sticky_actions"] else " | deterministic"
         return text
 
     def units(self) -> tuple[int, str, str]:

@@ -211,3 +211,10 @@ def test_steps_count_the_agent_steps_played_not_the_open_rallies_carried_over():
     agent.train(updates=3, callback=rows.append)
     assert [r["steps"] for r in rows] == [80, 160, 240] and agent.steps == 240
     assert agent.open_rallies.steps  # rallies were open, so the check could fail
+
+
+def test_the_run_header_says_which_pong_protocol_is_in_force():
+    for sticky, words in ((True, "| sticky actions (0.25)"), (False, "| deterministic")):
+        agent = ParallelPG(hidden_size=4, slots=1, sticky_actions=sticky, quiet=True)
+        assert agent.header().endswith(words)
+    assert "sticky" not in ParallelPG(env="CartPole-v1", hidden_size=4, slots=1).header()
