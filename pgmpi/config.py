@@ -355,3 +355,14 @@ def rules_problem(values: dict, rules: dict) -> str | None:
     return first_problem(
         [(rules[k][0](v), k, v, rules[k][1]) for k, v in values.items() if k in rules]
     )
+
+
+def resolve(cls, config, settings: dict, options: dict) -> tuple:
+    """An algorithm's settings, ``config`` (default ``cls()``) with ``settings`` replaced,
+    and the first problem with them or with the run ``options`` (``run_problem``'s
+    arguments by name), or None; with an unknown setting, ``cls()`` and that problem."""
+    problem = cls.unknown_problem(settings)
+    if problem is not None:
+        return cls(), problem
+    cfg = replace(config or cls(), **settings)
+    return cfg, cfg.problem() or run_problem(**options)

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import GAConfig, first_problem, is_int, run_problem
+from pgmpi.config import GAConfig, first_problem, is_int, resolve
 from pgmpi.envs import Game
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
@@ -95,10 +94,10 @@ class PrunedGA:
         **settings,
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
-        problem = mpi.launcher_problem() or GAConfig.unknown_problem(settings)
-        cfg = replace(config or GAConfig(), **settings) if problem is None else GAConfig()
-        options = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
-        problem = problem or cfg.problem() or run_problem(*options)
+        options = dict(log_dir=log_dir, blas_threads=blas_threads, quiet=quiet, trace=trace,
+                       tensorboard=tensorboard, overwrite=overwrite)  # fmt: skip
+        cfg, problem = resolve(GAConfig, config, settings, options)
+        problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
         name = env if isinstance(env, str) else "custom"
         if problem is None:
             try:

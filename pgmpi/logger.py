@@ -30,6 +30,8 @@ import socket
 import time
 from pathlib import Path
 
+import numpy as np
+
 from pgmpi import mpi
 from pgmpi.version import __version__
 
@@ -284,6 +286,12 @@ def run_header(algorithm: str, env: str, blas: dict, details: str) -> str:
         f"{mpi.library_version()} | BLAS {blas['blas']}, {n} thread{'s' * (n != 1)}/rank"
         f"{source} | {details}"
     )
+
+
+def mean(values) -> float:
+    """The mean of ``values``, or NaN if there are none (a logged figure)."""
+    values = list(values)
+    return float(np.mean(values)) if values else float("nan")
 
 
 def rank_figures(ranks: list[dict]) -> dict:

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import EVALUATE_RULES, PRESETS, PGConfig, is_int, rules_problem, run_problem
+from pgmpi.config import EVALUATE_RULES, PRESETS, PGConfig, is_int, resolve, rules_problem
 from pgmpi.envs import PONG_ID
-from pgmpi.logger import rank_figures
+from pgmpi.logger import mean, rank_figures
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.version import __version__
@@ -44,12 +44,6 @@ def discounted_returns(rewards: np.ndarray, gamma: float, ends: np.ndarray) -> n
         running = (0.0 if ends[t] else running * gamma) + rewards[t]
         out[t] = running
     return out
-
-
-def mean(values) -> float:
-    """The mean of ``values``, or NaN if there are none (a logged figure)."""
-    values = list(values)
-    return float(np.mean(values)) if values else float("nan")
 
 
 def standardise(x: np.ndarray) -> np.ndarray:
@@ -101,11 +95,10 @@ class ParallelPG:
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
         n = mpi.size()
-        # The launch is checked first: nothing is made or written in a mismatched one.
-        problem = mpi.launcher_problem() or PGConfig.unknown_problem(settings)
-        cfg = replace(config or PGConfig(), **settings) if problem is None else PGConfig()
-        options = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
-        problem = problem or cfg.problem() or run_problem(*options)
+        options = dict(log_dir=log_dir, blas_threads=blas_threads, quiet=quiet, trace=trace,
+                       tensorboard=tensorboard, overwrite=overwrite)  # fmt: skip
+        cfg, problem = resolve(PGConfig, config, settings, options)
+        problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
@@ -153,10 +146,8 @@ class ParallelPG:
         cut = self.open_rallies.keep(k, piece)  # steps after the last point wait for it
         if cut == 0:
             return None
-        rewards = np.array(piece.rewards[:cut])
-        ends = piece.ends[:cut]
-        gamma = self.config["gamma"]
-        adv = standardise(discounted_returns(rewards, gamma, ends)).astype(np.float32)
+        returns = discounted_returns(piece.rewards[:cut], self.config["gamma"], piece.ends[:cut])
+        adv = standardise(returns).astype(np.float32)
         return self.net.gradient(piece.caches[:cut], np.array(piece.dlogits[:cut]) * adv[:, None])
 
     def train(
