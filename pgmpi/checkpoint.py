@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -223,6 +224,20 @@ def load(path: str | os.PathLike, algorithm: str) -> tuple[dict[str, np.ndarray]
     return arrays, meta
 
 
+@contextmanager
+def complete(path: str | os.PathLike, algorithm: str):
+    """Inside the block, a key missing from a checkpoint's arrays or metadata (a file
+    edited by hand, say) is a ConfigError naming it, on every rank alike (every rank holds
+    the same arrays and metadata after :func:`load`)."""
+    try:
+        yield
+    except KeyError as e:
+        raise mpi.ConfigError(
+            f"checkpoint {str(path)!r} lacks {e.args[0]!r}: not a complete {algorithm} "
+            "checkpoint (nothing was changed)"
+        ) from None
+
+
 RUN_OPTIONS = ("env", "log_dir", "blas_threads", "quiet", "trace", "tensorboard", "overwrite")
 
 
@@ -241,16 +256,18 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     Collective: every rank must call this.
     """
     arrays, meta = load(path, algorithm)
+    with complete(path, algorithm):
+        config = meta["config"]
     unknown = sorted(set(overrides) - set(RUN_OPTIONS))
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")
-    env, trained_on = overrides.get("env"), meta["config"].get("env")
+    env, trained_on = overrides.get("env"), config.get("env")
     if isinstance(env, str) and env != trained_on:  # the same on every rank, as above
         raise mpi.ConfigError(
             f"checkpoint {str(path)!r} was trained on {trained_on!r}, not {env!r}; "
             "nothing was changed (use another log dir, or the script for that env)"
         )
-    return arrays, meta, dict(meta["config"], **overrides)
+    return arrays, meta, dict(config, **overrides)
 
 
 def pack_ragged(items: list[dict[str, np.ndarray]], prefix: str) -> dict[str, np.ndarray]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import numbers
+import os
 from dataclasses import asdict, dataclass, field, fields, replace
 
 
@@ -24,6 +25,16 @@ def is_int(x) -> bool:
 def is_real(x) -> bool:
     """A finite real number, and not a bool."""
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def is_bool(x) -> bool:
+    """True or False, and not 1 or 0 (which equal them)."""
+    return isinstance(x, bool)
+
+
+def is_path(x) -> bool:
+    """A non-empty str or os.PathLike ('' would mean the working directory)."""
+    return isinstance(x, (str, os.PathLike)) and str(x) != ""
 
 
 def first_problem(checks: list[tuple]) -> str | None:
@@ -38,7 +49,9 @@ def first_problem(checks: list[tuple]) -> str | None:
     return None
 
 
-def check_limits(limits: dict, target_return, checkpoint_every, callback) -> str | None:
+def check_limits(
+    limits: dict, target_return, checkpoint_every, callback, checkpoint_path=None
+) -> str | None:
     """The first problem with a ``train`` call's arguments, or None.
 
     ``limits`` maps each limit's name to its value: None, or > 0 (``minutes`` a finite
@@ -57,6 +70,8 @@ def check_limits(limits: dict, target_return, checkpoint_every, callback) -> str
         (is_int(checkpoint_every) and checkpoint_every >= 1, "checkpoint_every",
          checkpoint_every, "an int >= 1"),
         (callback is None or callable(callback), "callback", callback, "None or a function"),
+        (checkpoint_path is None or is_path(checkpoint_path), "checkpoint_path",
+         checkpoint_path, "None or a non-empty path"),
     ])  # fmt: skip
 
 
@@ -209,7 +224,7 @@ class PGConfig(Settings):
         "play every game to its end before an update (None: not for Pong, whose games "
         "can be saved mid-way; yes for other envs)",
         None,
-        lambda v: v in (None, True, False),
+        lambda v: v is None or isinstance(v, bool),
         "None, True or False",
     )
     batch_gradient: str = setting(
@@ -223,7 +238,7 @@ class PGConfig(Settings):
         False,
         "train Pong with ALE v5's sticky actions (repeat probability 0.25)",
         bool,
-        lambda v: v in (True, False),
+        is_bool,
         "True or False",
     )
     max_episode_steps: int = setting(
@@ -240,7 +255,7 @@ class PGConfig(Settings):
         True,
         "exact fixed-point gradient sums, alike on any rank count (False: float32)",
         None,
-        lambda v: v in (True, False),
+        is_bool,
         "True or False",
     )
 
@@ -320,10 +335,10 @@ class GAConfig(Settings):
 # The options of a run that do not change its results (not kept in checkpoints).
 RUN_RULES = {
     "blas_threads": (lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1"),
-    "trace": (lambda v: v in (True, False), "True or False"),
-    "quiet": (lambda v: v in (True, False), "True or False"),
-    "tensorboard": (lambda v: v in (True, False), "True or False"),
-    "overwrite": (lambda v: v in (True, False), "True or False"),
+    "trace": (is_bool, "True or False"),
+    "quiet": (is_bool, "True or False"),
+    "tensorboard": (is_bool, "True or False"),
+    "overwrite": (is_bool, "True or False"),
 }
 
 
@@ -336,6 +351,8 @@ def run_problem(
         overwrite=overwrite,
     )  # fmt: skip
     problem = rules_problem(options, RUN_RULES)
+    if problem is None and not (log_dir is None or is_path(log_dir)):
+        problem = f"log_dir must be None or a non-empty path, got {log_dir!r}"
     for name in ("trace", "tensorboard"):
         if problem is None and options[name] and log_dir is None:
             problem = f"{name}=True needs a log_dir to write to"
@@ -345,8 +362,8 @@ def run_problem(
 # ParallelPG.evaluate's arguments, likewise.
 EVALUATE_RULES = {
     "episodes": (_int_at_least(1), "an int >= 1"),
-    "greedy": (lambda v: v in (True, False), "True or False"),
-    "sticky": (lambda v: v in (True, False), "True or False"),
+    "greedy": (is_bool, "True or False"),
+    "sticky": (is_bool, "True or False"),
 }
 
 
@@ -366,3 +383,27 @@ def resolve(cls, config, settings: dict, options: dict) -> tuple:
         return cls(), problem
     cfg = replace(config or cls(), **settings)
     return cfg, cfg.problem() or run_problem(**options)
+
+
+def memory_bytes() -> int:
+    """This machine's physical memory, in bytes."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def memory_problem(n_inputs: int, n_actions: int, cfg: PGConfig, local_slots: int) -> str | None:
+    """Why ParallelPG's rank cannot fit in this machine's memory, naming what it would need,
+    or None (checked before anything big is made). Per parameter: float32 parameters and
+    Adam's two moments, the int64 exact sum and the float32 gradient (24 bytes); per agent
+    step kept for the gradient: its hidden layer and logits (float32) and some overhead."""
+    h = cfg.hidden_size
+    params = (n_inputs + n_actions) * h
+    steps = cfg.steps_per_slot * local_slots
+    need = 24 * params + steps * (4 * (h + n_actions) + 200)
+    if need <= memory_bytes():
+        return None
+    what = f"hidden_size={h} with {n_inputs} inputs, steps_per_slot={cfg.steps_per_slot}"
+    return (
+        f"{what} needs about {need / 2**30:.1f} GiB per rank (parameters, optimizer state, "
+        f"the exact sum and the steps kept for the gradient), more than this machine's "
+        f"{memory_bytes() / 2**30:.1f} GiB of memory"
+    )

@@ -38,6 +38,17 @@ def make_gym(env: str | Callable, **kwargs):
     return gym.make(env, **kwargs)
 
 
+def factory_name(factory: Callable, env) -> str:
+    """The name a run gives an env made by ``factory``: its registered id, else
+    ``custom:MODULE.FUNCTION``, so that two factories' runs never take each other's
+    checkpoints (``custom:`` says that ``load`` needs the factory again)."""
+    spec_id = getattr(env.spec, "id", None)
+    if spec_id:
+        return spec_id
+    where = getattr(factory, "__module__", None) or "?"
+    return f"custom:{where}.{getattr(factory, '__qualname__', type(factory).__name__)}"
+
+
 class Game:
     """One persistent game (a "slot"): a gymnasium env seen as a policy-gradient task.
 
@@ -68,7 +79,7 @@ class Game:
         self.max_steps = max_steps
         self.env_id = env if isinstance(env, str) else None
         self.env = self._make(env)
-        self.env_id = self.env_id or getattr(self.env.spec, "id", "custom")
+        self.env_id = self.env_id or factory_name(env, self.env)
         act = self.action_space = self.env.action_space
         self.discrete = isinstance(act, gym.spaces.Discrete)
         if not (

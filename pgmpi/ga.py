@@ -170,7 +170,13 @@ class PrunedGA:
     def act(self, observation: np.ndarray, mask: np.ndarray | None = None):
         """The action network ``mask`` takes for one raw env observation, as in training: an
         int, or a float vector within the env's bounds. ``mask`` defaults to the best ever
-        seen (before any generation: the first individual, as in :meth:`evaluate`)."""
+        seen (before any generation: the first individual, as in :meth:`evaluate`).
+
+        Raises:
+            ValueError: if the observation's shape is not the env's or it holds NaN or inf.
+                Not collective: only this rank raises.
+        """
+        Game._checked(observation, (self.net.sizes[0],))
         if mask is None:
             told = self.optimizer.best_fitness > -np.inf
             mask = self.optimizer.best_mask if told else self.optimizer.population[0]
@@ -328,16 +334,18 @@ class PrunedGA:
     def load(cls, path: str | Path, **overrides) -> PrunedGA:
         """A PrunedGA restored from ``path``; training on gives what an uninterrupted run gives.
 
-        ``overrides`` may replace ``env`` (needed if it was a factory), ``log_dir``,
-        ``blas_threads``, ``quiet`` and ``trace``. Collective: every rank must call this.
+        ``overrides`` may replace the run options (:data:`pgmpi.checkpoint.RUN_OPTIONS`:
+        ``env``, needed if it was a factory, ``log_dir``, ...). Collective: every rank must
+        call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)
-        have = arrays["population"].shape
-        want = agent.optimizer.population.shape
-        problem = f"checkpoint {str(path)!r}: population {have}, settings make {want}"
-        mpi.agree({}, None if have == want else problem)
-        agent.optimizer.set_state(arrays)
-        agent.last_steps = arrays["last_steps"].copy()
-        agent.steps, agent.evaluations = meta["steps"], meta["evaluations"]
+        with checkpoint.complete(path, cls.algorithm):  # a missing key: a ConfigError
+            have = arrays["population"].shape
+            want = agent.optimizer.population.shape
+            problem = f"checkpoint {str(path)!r}: population {have}, settings make {want}"
+            mpi.agree({}, None if have == want else problem)
+            agent.optimizer.set_state(arrays)
+            agent.last_steps = arrays["last_steps"].copy()
+            agent.steps, agent.evaluations = meta["steps"], meta["evaluations"]
         return agent

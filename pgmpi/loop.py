@@ -114,7 +114,9 @@ def train(
         WriteError: on every rank, when the root could not write the checkpoint or a log
             (a full disk), naming the error and the checkpoint that is intact.
     """
-    problem = check_limits(dict(limits, minutes=minutes), target_return, checkpoint_every, callback)
+    problem = check_limits(
+        dict(limits, minutes=minutes), target_return, checkpoint_every, callback, checkpoint_path
+    )
     first = agent.counts()
     unit = next(iter(limits))
     step_name = unit.removesuffix("s")  # "update", "generation"

@@ -25,7 +25,15 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import EVALUATE_RULES, PRESETS, PGConfig, is_int, resolve, rules_problem
+from pgmpi.config import (
+    EVALUATE_RULES,
+    PRESETS,
+    PGConfig,
+    is_int,
+    memory_problem,
+    resolve,
+    rules_problem,
+)
 from pgmpi.envs import PONG_ID
 from pgmpi.logger import mean, rank_figures
 from pgmpi.networks import TwoLayerPolicy
@@ -109,6 +117,8 @@ class ParallelPG:
             self.games, probe, whole_games, problem = rollout.make_games(
                 env, self.mine, cfg.sticky_actions, cfg.max_episode_steps, whole_games
             )
+        if problem is None:  # before the network is made
+            problem = memory_problem(probe.n_inputs, probe.n_actions, cfg, len(self.mine))
         cfg = replace(cfg, slots=slots, whole_games=whole_games)
         named = env if isinstance(env, str) else getattr(probe, "env_id", "custom")
         self.config = {"env": named} | cfg.as_dict()
@@ -345,12 +355,13 @@ class ParallelPG:
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)
-        checkpoint.restore_params(path, arrays["params"], agent.net.params)
-        agent.optimizer.set_state(arrays)
-        agent.recent_returns.extend(arrays["recent_returns"].tolist())
-        for k in cls.COUNTERS:
-            setattr(agent, k, meta[k])
-        snaps = checkpoint.unpack_games(arrays, agent.games)
+        with checkpoint.complete(path, cls.algorithm):  # a missing key: a ConfigError
+            checkpoint.restore_params(path, arrays["params"], agent.net.params)
+            agent.optimizer.set_state(arrays)
+            agent.recent_returns.extend(arrays["recent_returns"].tolist())
+            for k in cls.COUNTERS:
+                setattr(agent, k, meta[k])
+            snaps = checkpoint.unpack_games(arrays, agent.games)
         rollout.restore(agent.games, agent.open_rallies, snaps, agent.config["seed"])
         return agent
 

@@ -55,7 +55,7 @@ def load(path: Path):
         )
     cls = ParallelPG if algorithm == "ParallelPG" else PrunedGA
     agent = cls.load(path, quiet=True, blas_threads=1)
-    if agent.config["env"] == "custom":
+    if agent.config["env"].startswith("custom"):
         raise ValueError(f"checkpoint {str(path)!r}: its env was made by a function, not an id")
     return agent, algorithm
 
@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--greedy", action="store_true", help="ParallelPG: most likely action")
     p.add_argument("--seed", type=int, default=0, help="seed of the episodes (0)")
     args = p.parse_args(argv)
+    if args.gif.is_dir():
+        p.error(f"--gif {args.gif} is a folder: give the GIF file to write")
     for name in ("episodes", "max_frames", "every"):
         value = getattr(args, name)
         if value is not None and value < 1:
