@@ -1,8 +1,16 @@
-"""The watchdog on collectives: a rank or host that stops answering ends the job, named.
+"""The watchdog on collectives: a rank or host that stops answering, or ranks that make
+different collectives, end the job, named.
 
 A rank that stays in one collective past its deadline (a rank or host stopped or cut off)
 ends the job with ``MPI_Abort``; the root names the ranks that did not arrive or fell silent.
 The deadline is set with :func:`pgmpi.mpi.set_deadline` or ``PGMPI_DEADLINE*``.
+
+Each arrival also carries its call site (:func:`pgmpi.mpi.comm._call_site`). When a rank's
+n-th collective comes from another place than the root's n-th (``if is_root():
+agent.save(path)``: the root saves while the others train), or a rank ends its script while
+another waits, the root names both places and ends the job within seconds, without waiting
+for the deadline. The check rides on the deadline's messages: with the deadline off
+(``PGMPI_DEADLINE=0 PGMPI_DEADLINE_FACTOR=0``), nothing is checked.
 """
 
 from __future__ import annotations
@@ -19,6 +27,86 @@ from mpi4py import MPI
 from pgmpi.mpi import comm
 from pgmpi.mpi.comm import ConfigError
 
+# A rank's message to the root: its collective count (int64), the length of the site's key
+# (one byte), then the key and the text of the site in UTF-8, cut to fit, zero-padded.
+SIZE = 256
+KEY_MAX = 64
+END = ("<end>", "the end of the script (MPI_Finalize)")  # the site a rank leaves at exit
+NO_SITE = ("", "an unknown place")
+
+
+_tails: dict[tuple[str, str], bytes] = {}  # site -> its message after the count
+
+
+def pack(count: int, site: tuple[str, str]) -> np.ndarray:
+    """The message (uint8, :data:`SIZE` bytes, read-only) saying this rank reached
+    collective ``count`` at ``site`` (key, text)."""
+    tail = _tails.get(site)
+    if tail is None:
+        key = site[0].encode()[:KEY_MAX]
+        body = (key + site[1].encode())[: SIZE - 9]
+        tail = _tails[site] = bytes([len(key)]) + body.ljust(SIZE - 9, b"\0")
+    return np.frombuffer(count.to_bytes(8, sys.byteorder, signed=True) + tail, dtype=np.uint8)
+
+
+def unpack(buf: np.ndarray) -> tuple[int, str, str]:
+    """(count, key, text) of a message made by :func:`pack`."""
+    raw = buf.tobytes()
+    body = raw[9:].rstrip(b"\0")
+    key, text = body[: raw[8]], body[raw[8] :]
+    # A cut may split a character: drop the broken end rather than fail.
+    count = int.from_bytes(raw[:8], sys.byteorder, signed=True)
+    return count, key.decode(errors="ignore"), text.decode(errors="ignore")
+
+
+def disagreement(mine: dict, reports: dict) -> tuple | None:
+    """The first rank whose collective differs from the root's at the same count, or None.
+
+    Args:
+        mine: the root's own recent collectives, count -> site (key, text); the last one is
+            :data:`END` once the root is at exit.
+        reports: the last word of each other rank, rank -> (count, key, text).
+
+    Returns:
+        (rank, count, the root's site, that rank's site) or None. Only keys are compared.
+        A rank behind the root is compared at its own count; one ahead (the root has not
+        got there yet) is not. Two ranks at exit agree whatever their counts (a stop signal
+        can end ranks one collective apart); a rank still in a collective while the root is
+        at exit differs from it.
+    """
+    last = max(mine, default=None)
+    ending = last is not None and mine[last][0] == END[0]
+    for r in sorted(reports):
+        count, key, text = reports[r]
+        if ending and key == END[0]:
+            continue
+        own = mine.get(count)
+        if own is None and ending and count > last:
+            own = mine[last]
+        if own is not None and own[0] != key:
+            return r, count, own, (key, text)
+    return None
+
+
+def mismatch_text(found: tuple, n: int) -> str:
+    """The root's one message for a :func:`disagreement`, on a job of ``n`` ranks."""
+    r, c, (key0, text0), (key, text) = found
+    if key0 == END[0]:
+        what = f"rank 0 reached {END[1]}, while rank {r} waits in collective {c}, {text}"
+    elif key == END[0]:
+        what = (
+            f"rank 0 waits in collective {c}, {text0}, while rank {r} reached {END[1]} "
+            "instead (it finished, or stopped on an error)"
+        )
+    else:
+        what = f"rank 0's collective {c} is {text0}, while rank {r}'s collective {c} is {text}"
+    return (
+        f"pgmpi: collective mismatch: {what}. Every rank must make the same collective calls "
+        "in the same order: a collective (such as a save) called on some ranks only, e.g. "
+        "under `if is_root()`, leaves the others waiting: call it on every rank. "
+        f"Aborting all {n} ranks."
+    )
+
 
 class Watchdog:
     """The deadline on collectives, kept by a daemon thread.
@@ -34,10 +122,18 @@ class Watchdog:
     TAG = 0x7067  # point-to-point tag of arrival numbers sent to the root (COMM_WORLD)
     GRACE_S = 5.0  # other ranks wait this much longer, so the root, who can name, speaks
     SILENT_S = 3.0  # a rank inside a collective writes every second: this long is silence
+    # A rank at exit while another waits is a mismatch only after this long: a stop signal
+    # that ends every rank can end them a collective apart, and the root's exit clears it.
+    GONE_S = 3.0
+    CONFIRM_S = 0.5  # the root waits at most this long, after a barrier, for the sites
+    HISTORY = 64  # the root keeps its own sites of this many recent collectives
 
     def __init__(self):
         self.limit, self.factor, self.floor = deadline_from_env()
         self.count = 0  # collectives this rank has arrived at
+        self.done = 0  # collectives this rank has completed
+        self.site = NO_SITE  # (key, text) of the current or last collective
+        self.message: tuple[int, np.ndarray] | None = None  # (count, buffer) last sent
         self.entered: float | None = None  # when this rank arrived at the current one
         self.last_done: float | None = None
         self.recent: deque[float] = deque(maxlen=20)  # seconds between collectives
@@ -47,6 +143,9 @@ class Watchdog:
         self.heard = np.full(n, time.monotonic())  # root: when each rank last wrote
         self.sent = 0  # messages this rank has sent to the root
         self.received = np.zeros(n, dtype=np.int64)  # root: messages received per rank
+        self.mine: dict[int, tuple[str, str]] = {}  # root: its site per recent collective
+        self.reports: dict[int, tuple[int, str, str]] = {}  # root: each rank's last word
+        self.pending: tuple | None = None  # root: (a mismatch with a rank at exit, since)
         self.lock = threading.Lock()  # the main thread and the watchdog both send / receive
         self.thread: threading.Thread | None = None
         self.used = False  # whether the deadline was on at any arrival
@@ -76,8 +175,11 @@ class Watchdog:
     def on(self) -> bool:
         return self.limit > 0 or self.factor > 0
 
-    def enter(self) -> None:
-        self.count += 1
+    def enter(self, site: tuple[str, str] = NO_SITE) -> None:
+        """This rank arrived at its next collective, called from ``site`` (key, text)."""
+        with self.lock:  # the thread's heartbeat reads both: never a new count, old site
+            self.count += 1
+            self.site = site
         self.entered = time.monotonic()
         self.used = self.used or self.on()  # the same on every rank, as the settings are
         self.beat = 0.0
@@ -91,6 +193,7 @@ class Watchdog:
         if self.last_done is not None:
             self.recent.append(now - self.last_done)
         self.last_done, self.entered = now, None
+        self.done = self.count
 
     def deadline(self) -> tuple[float | None, str]:
         """Seconds this rank may spend in one collective, and why (None: no deadline)."""
@@ -116,37 +219,109 @@ class Watchdog:
         return seconds, why
 
     def tell_root(self) -> None:
-        """Root: note its own arrival and read the others'; others: send theirs (8 bytes)."""
+        """Root: note its own arrival, read the others' and compare the sites; others: send
+        theirs (count and site, :data:`SIZE` bytes; a heartbeat sends the same buffer)."""
         with self.lock:
             self.sends = [(r, b) for r, b in self.sends if not r.Test()]
             if comm._COMM.Get_rank() == 0:
                 self.seen[0], self.heard[0] = self.count, time.monotonic()
+                self.note(self.count, self.site)
                 self.drain()
+                self.judge(disagreement(self.mine, self.reports))
             elif self.on():
-                buf = np.array([self.count], dtype=np.int64)
-                self.sends.append((comm._COMM.Isend(buf, dest=0, tag=self.TAG), buf))
-                self.sent += 1
+                if self.message is None or self.message[0] != self.count:
+                    self.message = (self.count, pack(self.count, self.site))
+                self.send(self.message[1])
+
+    def send(self, buf: np.ndarray) -> None:
+        """Others: one message to the root (hold the lock)."""
+        self.sends.append((comm._COMM.Isend(buf, dest=0, tag=self.TAG), buf))
+        self.sent += 1
+
+    def note(self, count: int, site: tuple[str, str]) -> None:
+        """Root: its own collective ``count`` was made at ``site`` (hold the lock)."""
+        self.mine[count] = site
+        self.mine.pop(count - self.HISTORY, None)
 
     def drain(self) -> None:
-        """Root: receive every arrival number that has come in (hold the lock)."""
-        status, buf = MPI.Status(), np.zeros(1, dtype=np.int64)
+        """Root: receive every message that has come in, and end the job at once if one
+        names another collective than the root's at that count (hold the lock)."""
+        status, buf = MPI.Status(), np.zeros(SIZE, dtype=np.uint8)
         while comm._COMM.Iprobe(source=MPI.ANY_SOURCE, tag=self.TAG, status=status):
             r = status.Get_source()
             comm._COMM.Recv(buf, source=r, tag=self.TAG)
-            self.seen[r], self.heard[r] = max(self.seen[r], buf[0]), time.monotonic()
+            count, key, text = self.reports[r] = unpack(buf)
+            if key != END[0]:
+                self.seen[r] = max(self.seen[r], count)
+            self.heard[r] = time.monotonic()
             self.received[r] += 1
+            found = disagreement(self.mine, {r: self.reports[r]})
+            if found is not None and END[0] not in (found[2][0], found[3][0]):
+                self.mismatch(found)
+
+    def judge(self, found: tuple | None) -> None:
+        """Root: act on the :func:`disagreement` of the last words (hold the lock): at once,
+        or, with a rank at exit, when it has lasted :attr:`GONE_S`."""
+        now = time.monotonic()
+        if found is None:
+            self.pending = None
+        elif END[0] not in (found[2][0], found[3][0]):
+            self.mismatch(found)
+        elif self.pending is None or self.pending[0] != found:
+            self.pending = (found, now)
+        elif now - self.pending[1] >= self.GONE_S:
+            self.mismatch(found)
+
+    def mismatch(self, found: tuple) -> None:
+        """Root: ranks make different collectives: say where, once, and end the job."""
+        sys.stderr.write(mismatch_text(found, comm._COMM.Get_size()) + "\n")
+        sys.stderr.flush()
+        comm.abort(1)
+
+    def confirm(self) -> None:
+        """Root, after the barrier of a collective and before its MPI call: every rank sent
+        its site before it reached the barrier, so read them (those that have written
+        before, for at most :attr:`CONFIRM_S`) and end the job if one differs, before
+        mismatched MPI calls hang, or worse, complete with each other's data."""
+        if comm._COMM.Get_rank() != 0 or not self.on():
+            return
+        c, until = self.count, time.monotonic() + self.CONFIRM_S
+        while True:
+            with self.lock:
+                self.drain()
+                if np.all((self.seen[1:] >= c) | (self.received[1:] == 0)):
+                    return
+            if time.monotonic() > until:
+                return
+            time.sleep(1e-4)
 
     def close(self) -> None:
-        """At exit: the root receives every message still on its way, so that no send is
-        left pending at ``MPI_Finalize`` (over TCP that would wait forever)."""
+        """At exit: each rank tells the root it has reached :data:`END` (as its next
+        collective), and the root waits for every rank to say so, ending the job if one
+        waits in a collective instead (as :meth:`judge` does). Then the root receives every
+        message still on its way, so that no send is left pending at ``MPI_Finalize`` (over
+        TCP that would wait forever)."""
         if not self.used:
             return  # the deadline was off at every arrival: nothing was sent
         self.entered = None
+        root, n = comm._COMM.Get_rank() == 0, comm._COMM.Get_size()
         with self.lock:
             self.limit = self.factor = 0.0  # the thread stops writing
+            if root:
+                self.note(self.done + 1, END)
+            else:
+                self.send(pack(self.done + 1, END))
+        while root:  # no longer than the gather below waited before there was an END
+            with self.lock:
+                self.drain()
+                self.judge(disagreement(self.mine, self.reports))
+                if all(self.reports.get(r, (0, "", ""))[1] == END[0] for r in range(1, n)):
+                    break
+            time.sleep(0.01)
+        with self.lock:
             sent = comm._COMM.gather(self.sent, root=0)
             if sent is not None:
-                buf = np.zeros(1, dtype=np.int64)
+                buf = np.zeros(SIZE, dtype=np.uint8)
                 for r in range(1, len(sent)):
                     for _ in range(sent[r] - int(self.received[r])):
                         comm._COMM.Recv(buf, source=r, tag=self.TAG)
