@@ -68,8 +68,10 @@ def set_deadline(
     ``factor`` x the longest of this rank's last 20 intervals between collectives, but at
     least ``floor`` (defaults 50 and 300 s, env ``PGMPI_DEADLINE_FACTOR`` and
     ``PGMPI_DEADLINE_FLOOR``). 0 turns a rule off; both off, no deadline. Ranks other than
-    the root wait 5 s and 10% longer, so the root speaks first. Call it on every rank with
-    the same values; not collective.
+    the root wait 5 s and 10% longer, so the root speaks first. The same messages let the
+    root name ranks that make different collectives (a save called on the root only), at
+    once: with both rules off, that check is off too. Call it on every rank with the same
+    values; not collective.
     """
     init().set(seconds, factor, floor)
 

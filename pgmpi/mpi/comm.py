@@ -23,6 +23,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from pgmpi.mpi import sites
+
 _COMM = MPI.COMM_WORLD
 ABORT_PAUSE_S = 0.5  # what abort() waits after flushing, for the launcher to forward it
 watch = None  # the watchdog on collectives, set by pgmpi.mpi.init
@@ -145,15 +147,15 @@ def _arrive() -> None:
 
     This is also where the watchdog (:mod:`pgmpi.mpi.watchdog`), once :func:`pgmpi.mpi.init`
     has started it, starts the clock: the rank tells the root which collective it reached
-    and from where (:func:`_call_site`), and stays "inside" until :func:`_left` at the end of
-    the collective. After the barrier the root checks that every rank came from the same
-    place, before the collective runs.
+    and from where (:func:`pgmpi.mpi.sites.call_site`), and stays "inside" until
+    :func:`_left` at the end of the collective. After the barrier the root checks that
+    every rank came from the same place, before the collective runs.
     """
     if _COMM.Get_size() == 1:
         return
     if watch is None:  # the first collective of a script that made no agent
         on_first_collective()
-    watch.enter(_call_site())
+    watch.enter(sites.call_site())
     request, polls = _COMM.Ibarrier(), 0
     while not request.Test():
         time.sleep(2e-4)
@@ -167,84 +169,6 @@ def _left() -> None:
     """The collective that followed :func:`_arrive` has returned: stop its clock."""
     if _COMM.Get_size() > 1:
         watch.leave()
-
-
-# Where a collective was called from, for the watchdog's mismatch check. Files are sorted
-# into this package (the verbs), the rest of pgmpi, and the user's; both tables are filled
-# once per file and per call site, so a collective pays for a short frame walk and a lookup.
-_HERE = os.path.dirname(os.path.abspath(__file__))  # .../pgmpi/mpi
-_PGMPI = os.path.dirname(_HERE)  # .../pgmpi
-_VERBS, _PACKAGE, _USER = 0, 1, 2
-_places: dict[str, tuple[int, str]] = {}  # code file -> (which of the three, path shown)
-_sites: dict[tuple, tuple[str, str]] = {}  # frames' code and lines -> (key, text)
-
-
-def _place(filename: str) -> tuple[int, str]:
-    """(_VERBS, _PACKAGE or _USER; the path to show) for a code object's file name."""
-    found = _places.get(filename)
-    if found is None:
-        if filename.startswith("<"):  # "<string>" (python -c), "<stdin>", frozen modules
-            found = (_USER, filename)
-        else:
-            path = os.path.abspath(filename)
-            if path.startswith(_HERE + os.sep):
-                found = (_VERBS, path)
-            elif path.startswith(_PGMPI + os.sep):
-                found = (_PACKAGE, os.path.relpath(path, os.path.dirname(_PGMPI)))
-            else:
-                cwd = os.getcwd()
-                shown = os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
-                found = (_USER, shown if len(shown) < 60 else os.path.basename(path))
-        _places[filename] = found
-    return found
-
-
-def _call_site() -> tuple[str, str]:
-    """(key, text) of the collective the caller of :func:`_arrive` is about to make.
-
-    The text names the verb, the first frame outside this package (a method of pgmpi, or
-    the user's line for a verb called directly) and, for a method of pgmpi, the first user
-    frame: ``mpi.gather_object in ParallelPG.save (pgmpi/pg.py:330), called from
-    train.py:12``. The key is what must be equal on every rank: inside pgmpi, the line
-    (ranks run the same code); outside it, only the verb that calls MPI, because the user's
-    ``x = broadcast_object(data) if is_root() else broadcast_object(None)`` is correct
-    SPMD code that makes one collective from two lines.
-    """
-    frame = sys._getframe(2)  # the verb that called _arrive
-    op = outer = frame.f_code
-    while frame is not None and _place(frame.f_code.co_filename)[0] == _VERBS:
-        outer, frame = frame.f_code, frame.f_back
-    first = frame
-    while frame is not None and _place(frame.f_code.co_filename)[0] == _PACKAGE:
-        frame = frame.f_back
-    user = frame
-    where = (
-        op,
-        outer,
-        None if first is None else first.f_code,
-        None if first is None else first.f_lineno,
-        None if user is None else user.f_code,
-        None if user is None else user.f_lineno,
-    )
-    site = _sites.get(where)
-    if site is None:
-        site = _sites[where] = _describe(*where)
-    return site
-
-
-def _describe(op, outer, code, line, user, user_line) -> tuple[str, str]:
-    """The (key, text) of :func:`_call_site`, made once per call site."""
-    verb = "mpi." + getattr(outer, "co_qualname", outer.co_name)  # co_qualname: Python 3.11
-    if code is None:
-        return "=" + op.co_name, verb
-    kind, path = _place(code.co_filename)
-    name = getattr(code, "co_qualname", code.co_name)
-    text = f"{verb} at {path}:{line}" if name == "<module>" else f"{verb} in {name} ({path}:{line})"
-    if kind == _USER:
-        return "=" + op.co_name, text
-    if user is not None and not user.co_filename.startswith("<frozen"):
-        text += f", called from {_place(user.co_filename)[1]}:{user_line}"
-    return f"{path}:{line}", text
 
 
 def allreduce_sum_(buffer: np.ndarray) -> np.ndarray:

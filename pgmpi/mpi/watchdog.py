@@ -5,7 +5,7 @@ A rank that stays in one collective past its deadline (a rank or host stopped or
 ends the job with ``MPI_Abort``; the root names the ranks that did not arrive or fell silent.
 The deadline is set with :func:`pgmpi.mpi.set_deadline` or ``PGMPI_DEADLINE*``.
 
-Each arrival also carries its call site (:func:`pgmpi.mpi.comm._call_site`). When a rank's
+Each arrival also carries its call site (:func:`pgmpi.mpi.sites.call_site`). When a rank's
 n-th collective comes from another place than the root's n-th (``if is_root():
 agent.save(path)``: the root saves while the others train), or a rank ends its script while
 another waits, the root names both places and ends the job within seconds, without waiting
@@ -26,86 +26,7 @@ from mpi4py import MPI
 
 from pgmpi.mpi import comm
 from pgmpi.mpi.comm import ConfigError
-
-# A rank's message to the root: its collective count (int64), the length of the site's key
-# (one byte), then the key and the text of the site in UTF-8, cut to fit, zero-padded.
-SIZE = 256
-KEY_MAX = 64
-END = ("<end>", "the end of the script (MPI_Finalize)")  # the site a rank leaves at exit
-NO_SITE = ("", "an unknown place")
-
-
-_tails: dict[tuple[str, str], bytes] = {}  # site -> its message after the count
-
-
-def pack(count: int, site: tuple[str, str]) -> np.ndarray:
-    """The message (uint8, :data:`SIZE` bytes, read-only) saying this rank reached
-    collective ``count`` at ``site`` (key, text)."""
-    tail = _tails.get(site)
-    if tail is None:
-        key = site[0].encode()[:KEY_MAX]
-        body = (key + site[1].encode())[: SIZE - 9]
-        tail = _tails[site] = bytes([len(key)]) + body.ljust(SIZE - 9, b"\0")
-    return np.frombuffer(count.to_bytes(8, sys.byteorder, signed=True) + tail, dtype=np.uint8)
-
-
-def unpack(buf: np.ndarray) -> tuple[int, str, str]:
-    """(count, key, text) of a message made by :func:`pack`."""
-    raw = buf.tobytes()
-    body = raw[9:].rstrip(b"\0")
-    key, text = body[: raw[8]], body[raw[8] :]
-    # A cut may split a character: drop the broken end rather than fail.
-    count = int.from_bytes(raw[:8], sys.byteorder, signed=True)
-    return count, key.decode(errors="ignore"), text.decode(errors="ignore")
-
-
-def disagreement(mine: dict, reports: dict) -> tuple | None:
-    """The first rank whose collective differs from the root's at the same count, or None.
-
-    Args:
-        mine: the root's own recent collectives, count -> site (key, text); the last one is
-            :data:`END` once the root is at exit.
-        reports: the last word of each other rank, rank -> (count, key, text).
-
-    Returns:
-        (rank, count, the root's site, that rank's site) or None. Only keys are compared.
-        A rank behind the root is compared at its own count; one ahead (the root has not
-        got there yet) is not. Two ranks at exit agree whatever their counts (a stop signal
-        can end ranks one collective apart); a rank still in a collective while the root is
-        at exit differs from it.
-    """
-    last = max(mine, default=None)
-    ending = last is not None and mine[last][0] == END[0]
-    for r in sorted(reports):
-        count, key, text = reports[r]
-        if ending and key == END[0]:
-            continue
-        own = mine.get(count)
-        if own is None and ending and count > last:
-            own = mine[last]
-        if own is not None and own[0] != key:
-            return r, count, own, (key, text)
-    return None
-
-
-def mismatch_text(found: tuple, n: int) -> str:
-    """The root's one message for a :func:`disagreement`, on a job of ``n`` ranks."""
-    r, c, (key0, text0), (key, text) = found
-    if key0 == END[0]:
-        what = f"rank 0 reached {END[1]}, while rank {r} waits in collective {c}, {text}"
-    elif key == END[0]:
-        what = (
-            f"rank 0 waits in collective {c}, {text0}, while rank {r} reached {END[1]} "
-            "instead (it finished, or stopped on an error)"
-        )
-    else:
-        what = f"rank 0's collective {c} is {text0}, while rank {r}'s collective {c} is {text}"
-    return (
-        f"pgmpi: collective mismatch: {what}. Every rank must make the same collective calls "
-        "in the same order: a collective (such as a save) called on some ranks only, e.g. "
-        "under `if is_root()`, leaves the others waiting: call it on every rank. "
-        f"Aborting all {n} ranks."
-    )
+from pgmpi.mpi.sites import END, NO_SITE, SIZE, disagreement, mismatch_text, pack, unpack
 
 
 class Watchdog:
@@ -380,11 +301,7 @@ class Watchdog:
                 f"aborting all {n} ranks"
             )
         sys.stderr.write(text + "\n")
-        sys.stderr.flush()
-        # The launcher forwards what a rank wrote on its own schedule, and the abort can tear
-        # the job down first (seen on a loaded machine: the job ended, the message lost).
-        time.sleep(0.5)
-        comm.abort(1)
+        comm.abort(1)  # flushes, and gives the launcher half a second to pass it on
 
 
 def deadline_from_env() -> tuple[float, float, float]:
