@@ -14,12 +14,6 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from pgmpi import mpi
-from pgmpi.config import (  # noqa: F401  (the examples' flag types, re-exported)
-    fraction,
-    non_negative_float,
-    positive_float,
-    positive_int,
-)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -94,7 +88,7 @@ def add_settings(parser: argparse.ArgumentParser, defaults, label: str = "") -> 
         if flag is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
-            kwargs["type"] = flag
+            kwargs["type"] = FLAG_TYPES[flag]
         name = "--" + f.name.replace("_", "-")
         parser.add_argument(name, help=f"{doc} ({label}{shown})", **kwargs)
 
@@ -160,3 +154,56 @@ def make_agent(cls, parser: ArgumentParser, args: argparse.Namespace, env: str, 
     extra = {"preset"} & parser.given()  # a preset flag is always ignored on resume
     warn_ignored_on_resume(args, set(given) | extra, agent.config)
     return agent
+
+
+def positive_int(text: str) -> int:
+    """An int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    """A finite float > 0."""
+    value = _number(text)
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite float >= 0."""
+    value = _number(text)
+    if not (0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A number in [0, 1)."""
+    value = _number(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+# The parsers a settings field names (pgmpi.config.setting's ``flag``).
+FLAG_TYPES = {
+    "positive_int": positive_int,
+    "positive_float": positive_float,
+    "fraction": fraction,
+    "int": int,
+    "float": float,
+    "str": str,
+}

@@ -10,7 +10,6 @@ fields and no default is written twice. A constructor gathers the first problem 
 
 from __future__ import annotations
 
-import argparse
 import math
 import numbers
 import os
@@ -79,55 +78,11 @@ def _int_at_least(low: int):
     return lambda v: is_int(v) and v >= low
 
 
-# -- What a command-line flag accepts (argparse types; the examples' flags use them) --------
-
-
-def positive_int(text: str) -> int:
-    """An int >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
-def positive_float(text: str) -> float:
-    """A finite float > 0."""
-    value = _number(text)
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    """A finite float >= 0."""
-    value = _number(text)
-    if not (0 <= value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A number in [0, 1)."""
-    value = _number(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
 def setting(default, doc: str, flag=None, rule=None, expected: str = "", **argparse_kwargs):
     """A settings field: its default, a one-line doc (the flag's help), how a flag parses
-    it (an argparse type, ``bool`` for an on/off flag, or None for no flag), and the rule a
-    value must keep, with what it must be (the :class:`ConfigError` message)."""
+    it (the name of a parser in :data:`pgmpi.cli.FLAG_TYPES`, ``bool`` for an on/off flag,
+    or None for no flag), and the rule a value must keep, with what it must be (the
+    :class:`ConfigError` message)."""
     meta = dict(doc=doc, flag=flag, rule=rule, expected=expected, argparse=argparse_kwargs)
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
@@ -170,94 +125,44 @@ class PGConfig(Settings):
     """The settings that define a ParallelPG run (with its env): the defaults are the "fast"
     preset. Kept in checkpoints and agreed by every rank."""
 
-    hidden_size: int = setting(
-        200,
-        "hidden units of the two-layer network (200 in the post)",
-        positive_int,
-        _int_at_least(1),
-        "an int >= 1",
-    )
-    optimizer: str = setting(
-        "adam",
-        "'adam' or 'rmsprop' (the post's), both ascending",
-        str,
-        lambda v: v in ("adam", "rmsprop"),
-        "'adam' or 'rmsprop'",
-        choices=["adam", "rmsprop"],
-    )
-    learning_rate: float = setting(
-        2e-3,
-        "step size; with batch_gradient 'mean' it is for 16 slots, scaled by "
-        "sqrt(slots / 16) for more",
-        positive_float,
-        lambda v: is_real(v) and v > 0,
-        "> 0",
-    )
-    decay_rate: float = setting(
-        0.99,
-        "RMSProp decay of the squared-gradient average",
-        fraction,
-        lambda v: is_real(v) and 0 <= v < 1,
-        "in [0, 1)",
-    )
-    gamma: float = setting(
-        0.99, "discount factor", None, lambda v: is_real(v) and 0 < v <= 1, "in (0, 1]"
-    )
-    slots: int | None = setting(
-        None,
-        "games played at once, over all ranks (default: the smallest multiple of the "
-        "rank count >= 16); fix it to get the same result on any rank count",
-        positive_int,
-        lambda v: v is None or _int_at_least(1)(v),
-        "None or an int >= 1",
-    )
-    steps_per_slot: int = setting(
-        512,
-        "agent steps each game plays per update (then, with whole_games, on to the end "
-        "of a game; else the steps of a rally still open carry over)",
-        positive_int,
-        _int_at_least(1),
-        "an int >= 1",
-    )
-    whole_games: bool | None = setting(
-        None,
-        "play every game to its end before an update (None: not for Pong, whose games "
-        "can be saved mid-way; yes for other envs)",
-        None,
-        lambda v: v is None or isinstance(v, bool),
-        "None, True or False",
-    )
-    batch_gradient: str = setting(
-        "mean",
-        "'mean' over slots, or 'sum' (the post's)",
-        None,
-        lambda v: v in ("mean", "sum"),
-        "'mean' or 'sum'",
-    )
-    sticky_actions: bool = setting(
-        False,
-        "train Pong with ALE v5's sticky actions (repeat probability 0.25)",
-        bool,
-        is_bool,
-        "True or False",
-    )
-    max_episode_steps: int = setting(
-        MAX_EPISODE_STEPS,
-        "a game that reaches this many agent steps ends, truncated",
-        None,
-        _int_at_least(1),
-        "an int >= 1",
-    )
-    seed: int = setting(
-        0, "root seed of every random stream in the run", int, _int_at_least(0), "an int >= 0"
-    )
-    exact_reduction: bool = setting(
-        True,
-        "exact fixed-point gradient sums, alike on any rank count (False: float32)",
-        None,
-        is_bool,
-        "True or False",
-    )
+    # One field a row: default, doc (the flag's help), flag parser, rule, what it must be.
+    # fmt: off
+    hidden_size: int = setting(200, "hidden units of the two-layer network (200 in the post)",
+                               "positive_int", _int_at_least(1), "an int >= 1")
+    optimizer: str = setting("adam", "'adam' or 'rmsprop' (the post's), both ascending", "str",
+                             lambda v: v in ("adam", "rmsprop"), "'adam' or 'rmsprop'",
+                             choices=["adam", "rmsprop"])
+    learning_rate: float = setting(2e-3, "step size; with batch_gradient 'mean' it is for 16 "
+                                   "slots, scaled by sqrt(slots / 16) for more",
+                                   "positive_float", lambda v: is_real(v) and v > 0, "> 0")
+    decay_rate: float = setting(0.99, "RMSProp decay of the squared-gradient average",
+                                "fraction", lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)")
+    gamma: float = setting(0.99, "discount factor", None,
+                           lambda v: is_real(v) and 0 < v <= 1, "in (0, 1]")
+    slots: int | None = setting(None, "games played at once, over all ranks (default: the "
+                                "smallest multiple of the rank count >= 16); fix it to get "
+                                "the same result on any rank count", "positive_int",
+                                lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1")
+    steps_per_slot: int = setting(512, "agent steps each game plays per update (then, with "
+                                  "whole_games, on to the end of a game; else the steps of a "
+                                  "rally still open carry over)", "positive_int",
+                                  _int_at_least(1), "an int >= 1")
+    whole_games: bool | None = setting(None, "play every game to its end before an update "
+                                       "(None: not for Pong, whose games can be saved "
+                                       "mid-way; yes for other envs)", None,
+                                       lambda v: v is None or is_bool(v), "None, True or False")
+    batch_gradient: str = setting("mean", "'mean' over slots, or 'sum' (the post's)", None,
+                                  lambda v: v in ("mean", "sum"), "'mean' or 'sum'")
+    sticky_actions: bool = setting(False, "train Pong with ALE v5's sticky actions (repeat "
+                                   "probability 0.25)", bool, is_bool, "True or False")
+    max_episode_steps: int = setting(MAX_EPISODE_STEPS, "a game that reaches this many agent "
+                                     "steps ends, truncated", None, _int_at_least(1),
+                                     "an int >= 1")
+    seed: int = setting(0, "root seed of every random stream in the run", "int",
+                        _int_at_least(0), "an int >= 0")
+    exact_reduction: bool = setting(True, "exact fixed-point gradient sums, alike on any rank "
+                                    "count (False: float32)", None, is_bool, "True or False")
+    # fmt: on
 
 
 # ParallelPG's named settings (``ParallelPG.from_preset``, ``examples/pong.py --preset``).
@@ -289,41 +194,27 @@ class GAConfig(Settings):
     """The settings that define a PrunedGA run (with its env), as in the synaptolytic-learning
     project's defaults. Kept in checkpoints and agreed by every rank."""
 
-    hidden_sizes: list = setting(
-        [32],
-        "units of each tanh hidden layer ([32] in the original)",
-        positive_int,
-        lambda h: isinstance(h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h),
-        "a list of ints >= 1",
-        nargs="+",
-    )
-    population_size: int = setting(128, "individuals per generation", positive_int)
-    episodes_per_individual: int = setting(
-        8,
-        "episodes averaged into each fitness (8 in the original)",
-        positive_int,
-        _int_at_least(1),
-        "an int >= 1",
-    )
-    elite_fraction: float = setting(0.125, "share of a generation kept unchanged", fraction)
-    prune_rate: float = setting(
-        0.25, "pruning probability of generation 0; later rates adapt", fraction
-    )
-    complexity_weight: float = setting(
-        1.0,
-        "fitness penalty per fraction of connections kept (1 in the original)",
-        float,
-        lambda v: is_real(v) and v >= 0,
-        "a number >= 0",
-    )
-    max_episode_steps: int = setting(
-        MAX_EPISODE_STEPS,
-        "an episode that reaches this many steps ends there, truncated",
-        None,
-        _int_at_least(1),
-        "an int >= 1",
-    )
-    seed: int = setting(0, "root seed of every random stream in the run", int)
+    # One field a row, as in PGConfig; the selection settings are checked by pruning_problem.
+    # fmt: off
+    hidden_sizes: list = setting([32], "units of each tanh hidden layer ([32] in the original)",
+                                 "positive_int", lambda h: isinstance(h, (list, tuple)) and all(
+                                     is_int(x) and x >= 1 for x in h), "a list of ints >= 1",
+                                 nargs="+")
+    population_size: int = setting(128, "individuals per generation", "positive_int")
+    episodes_per_individual: int = setting(8, "episodes averaged into each fitness (8 in the "
+                                           "original)", "positive_int", _int_at_least(1),
+                                           "an int >= 1")
+    elite_fraction: float = setting(0.125, "share of a generation kept unchanged", "fraction")
+    prune_rate: float = setting(0.25, "pruning probability of generation 0; later rates adapt",
+                                "fraction")
+    complexity_weight: float = setting(1.0, "fitness penalty per fraction of connections kept "
+                                       "(1 in the original)", "float",
+                                       lambda v: is_real(v) and v >= 0, "a number >= 0")
+    max_episode_steps: int = setting(MAX_EPISODE_STEPS, "an episode that reaches this many "
+                                     "steps ends there, truncated", None, _int_at_least(1),
+                                     "an int >= 1")
+    seed: int = setting(0, "root seed of every random stream in the run", "int")
+    # fmt: on
 
     def problem(self) -> str | None:
         return (

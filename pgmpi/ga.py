@@ -61,8 +61,8 @@ class PrunedGA:
             :class:`pgmpi.config.GAConfig` documents each one and its default.
         settings: any :class:`~pgmpi.config.GAConfig` field by name (``hidden_sizes``,
             ``population_size``, ``seed``, ...), replacing ``config``'s value.
-        log_dir, blas_threads, quiet, trace, tensorboard, overwrite: the run's options, which change
-            no result (:class:`pgmpi.loop.Trainable` says what each one does). With
+        log_dir, blas_threads, quiet, trace, tensorboard, overwrite: the run's options,
+            which change no result (:class:`pgmpi.loop.Trainable` says what each one does). With
             ``trace``, a generation's ``play_s`` is the rank's evaluation, ``update_s`` the
             selection and mutation.
 

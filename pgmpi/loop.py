@@ -20,7 +20,7 @@ from typing import Protocol
 
 from pgmpi import checkpoint, mpi
 from pgmpi.config import check_limits
-from pgmpi.logger import Logger, limits_note, run_header
+from pgmpi.logger import Logger, run_header
 
 
 class Trainable(Protocol):
@@ -260,3 +260,52 @@ def _summary(why: str, line: str, path, count: int | None, step_name: str, log_d
     saved = f"checkpoint {path} ({step_name} {count})" if path is not None else "no checkpoint"
     logs = f"logs in {log_dir}" if log_dir is not None else "no log dir"
     return f"done: stopped by {why}\nfinal: {line}\nsaved: {saved}; {logs}"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def limits_note(
+    elapsed: float,
+    minutes: float | None = None,
+    target_return: float | None = None,
+    **counts: tuple[float, float, float | None],
+) -> str:
+    """The end of a progress line when training has limits: the fraction done and the time
+    left, for the limit that will stop the run first, then the target return if any.
+
+    Args:
+        elapsed: seconds since this call to ``train``.
+        minutes: the time limit, or None.
+        target_return: the return that stops training, or None. Progress towards it is not
+            linear, so it gets no fraction and no ETA, only a mention.
+        counts: per counted limit, by the name printed (``updates``, ``games``,
+            ``generations``): (count when this ``train`` call started, count now, limit or
+            None). The time left assumes the rate of this call so far.
+
+    Returns:
+        e.g. ``" | 40% of 50 updates, ETA 1m30s | target 10"``, or ``""`` with no limit.
+    """
+    best = None  # (seconds left, fraction done, what the limit is)
+    if minutes is not None:
+        done = elapsed / (60 * minutes) if minutes > 0 else 1.0  # minutes=0: one update
+        best = (max(60 * minutes - elapsed, 0.0), done, f"{minutes:g} min")
+    for name, (start, now, limit) in counts.items():
+        if limit is None:
+            continue
+        left = max(limit - now, 0)
+        rate = (now - start) / elapsed if elapsed > 0 else 0.0
+        eta = left / rate if rate > 0 else float("inf")
+        if best is None or eta < best[0]:
+            best = (eta, now / limit, f"{limit:,} {name}")
+    note = ""
+    if best is not None:
+        eta = "ETA ?" if best[0] == float("inf") else f"ETA {_duration(best[0])}"
+        note = f" | {100 * min(best[1], 1.0):3.0f}% of {best[2]}, {eta}"
+    if target_return is not None:
+        note += f" | target {target_return:g}"
+    return note

@@ -25,15 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
-from pgmpi.config import (
-    EVALUATE_RULES,
-    PRESETS,
-    PGConfig,
-    is_int,
-    memory_problem,
-    resolve,
-    rules_problem,
-)
+from pgmpi.config import EVALUATE_RULES, PRESETS, PGConfig, is_int, resolve, rules_problem
 from pgmpi.envs import PONG_ID
 from pgmpi.logger import mean, rank_figures
 from pgmpi.networks import TwoLayerPolicy
@@ -71,8 +63,8 @@ class ParallelPG:
             :class:`pgmpi.config.PGConfig` documents each one and its default.
         settings: any :class:`~pgmpi.config.PGConfig` field by name (``hidden_size``,
             ``learning_rate``, ``slots``, ``seed``, ...), replacing ``config``'s value.
-        log_dir, blas_threads, quiet, trace, tensorboard, overwrite: the run's options, which change
-            no result (:class:`pgmpi.loop.Trainable` says what each one does).
+        log_dir, blas_threads, quiet, trace, tensorboard, overwrite: the run's options,
+            which change no result (:class:`pgmpi.loop.Trainable` says what each does).
 
     Attributes:
         config: the run's settings as a dict (``env`` and every PGConfig field, ``slots``
@@ -112,14 +104,9 @@ class ParallelPG:
         self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
         self.games = {}
         probe = None
-        whole_games = cfg.whole_games
         if problem is None:  # every rank makes one game at least, to check the env
-            self.games, probe, whole_games, problem = rollout.make_games(
-                env, self.mine, cfg.sticky_actions, cfg.max_episode_steps, whole_games
-            )
-        if problem is None:  # before the network is made
-            problem = memory_problem(probe.n_inputs, probe.n_actions, cfg, len(self.mine))
-        cfg = replace(cfg, slots=slots, whole_games=whole_games)
+            self.games, probe, cfg, problem = rollout.make_games(env, self.mine, cfg)
+        cfg = replace(cfg, slots=slots)
         named = env if isinstance(env, str) else getattr(probe, "env_id", "custom")
         self.config = {"env": named} | cfg.as_dict()
         # trace is agreed too: with it on, every rank joins one more gather per update
@@ -266,8 +253,7 @@ class ParallelPG:
         return len(self.recent_returns) == 100 and mean(self.recent_returns) >= target_return
 
     def header(self) -> str:
-        """Parameters, slots and how they play, the optimizer; then a warning line if some
-        ranks have no slot."""
+        """Parameters, slots and how they play, the optimizer, the Pong protocol."""
         c = self.config
         text = (
             f"{self.net.params.size:,} params | {c['slots']} slots ({self._slots_note}) of "
@@ -311,14 +297,11 @@ class ParallelPG:
         given = dict(episodes=episodes, greedy=greedy, sticky=sticky)
         mpi.agree(given, rules_problem(given, EVALUATE_RULES))
         self.evaluations += 1
-        cap = self.config["max_episode_steps"]
-        new_game = partial(rollout.make_game, self._make_env, sticky, cap)
-        seed = self.config["seed"]
+        c = self.config
+        new_game = partial(rollout.make_game, self._make_env, sticky, c["max_episode_steps"])
+        play = partial(rollout.whole_games, self.net, new_game, greedy=greedy)
         self.evaluation_returns = rollout.evaluation_returns(
-            episodes,
-            seed,
-            self.evaluations,
-            partial(rollout.whole_games, self.net, new_game, greedy=greedy),
+            episodes, c["seed"], self.evaluations, play
         )
         return float(self.evaluation_returns.mean())
 

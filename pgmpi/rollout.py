@@ -11,10 +11,12 @@ give them back with :func:`restore`, on any rank. :func:`make_games` makes a ran
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from pgmpi import mpi, rng
+from pgmpi.config import memory_problem
 from pgmpi.envs import PONG_ID, Game
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.pong import PongGame
@@ -26,35 +28,37 @@ def make_game(env: str | Callable, sticky: bool = False, max_steps: int | None =
     return PongGame(sticky, max_steps) if env == PONG_ID else Game(env, max_steps)
 
 
-def make_games(
-    env: str | Callable, slots: list[int], sticky: bool, max_steps: int, whole_games: bool | None
-) -> tuple[dict[int, Game], Game | None, bool | None, str | None]:
-    """ParallelPG's games, and what they say about its settings.
+def make_games(env: str | Callable, slots: list[int], cfg) -> tuple[dict, Game | None, object]:
+    """ParallelPG's games, and what they say about its settings ``cfg`` (a PGConfig).
 
     Returns:
         Game k for each of ``slots``; one game to read the env's sizes from (made even
-        where ``slots`` is empty, so that every rank checks the env); ``whole_games``, with
-        None made False for Pong and True for other envs (their games cannot be saved
-        mid-game); and why the env cannot be made or play ``whole_games=False``, or None.
-        If the env cannot be made: ``{}``, None, ``whole_games`` as given, the problem.
+        where ``slots`` is empty, so that every rank checks the env); ``cfg`` with
+        ``whole_games`` None made False for Pong and True for other envs (their games
+        cannot be saved mid-game); and why the env cannot be made, play
+        ``whole_games=False`` or fit in memory, or None. If the env cannot be made: ``{}``,
+        None, ``cfg`` as given, the problem.
     """
     try:
-        games = {k: make_game(env, sticky, max_steps) for k in slots or [-1]}
+        games = {
+            k: make_game(env, cfg.sticky_actions, cfg.max_episode_steps) for k in slots or [-1]
+        }
     except Exception as e:  # any failure to make the env is the user's input
-        return {}, None, whole_games, f"cannot make env {env!r}: {type(e).__name__}: {e}"
+        return {}, None, cfg, f"cannot make env {env!r}: {type(e).__name__}: {e}"
     probe = next(iter(games.values()))
     games.pop(-1, None)
     problem = None
     if not probe.discrete:
         problem = f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
-    if whole_games is None:
-        whole_games = not probe.is_pong
-    elif not whole_games and not probe.is_pong:
+    if cfg.whole_games is None:
+        cfg = replace(cfg, whole_games=not probe.is_pong)
+    elif not cfg.whole_games and not probe.is_pong:
         problem = (
             f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
             "(ALE saves their state); pass whole_games=True"
         )
-    return games, probe, whole_games, problem
+    problem = problem or memory_problem(probe.n_inputs, probe.n_actions, cfg, len(slots))
+    return games, probe, cfg, problem
 
 
 class Piece:

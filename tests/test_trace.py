@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, ParallelPG, PrunedGA, mpi
-from pgmpi.logger import TRACE_COLUMNS, limits_note
+from pgmpi.logger import TRACE_COLUMNS
+from pgmpi.loop import limits_note
 
 CARTPOLE = dict(
     env="CartPole-v1", hidden_size=16, learning_rate=1e-2, slots=4, steps_per_slot=1, seed=3
