@@ -122,10 +122,11 @@ def add_run_flags(parser: argparse.ArgumentParser, log_dir: str, step: str, trai
         "ignored are named); the limits and --checkpoint-every apply",
     )
     parser.add_argument(
-        "--overwrite", action="store_true",
+        "--overwrite",
+        action="store_true",
         help="replace an earlier run's logs and checkpoint in LOG_DIR (without it, a used "
         "log dir is refused: continue it with --resume)",
-    )  # fmt: skip
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the final line")
     parser.add_argument(
         "--trace",

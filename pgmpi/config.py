@@ -238,9 +238,12 @@ def run_problem(
 ) -> str | None:
     """The first problem with an algorithm's run options, or None."""
     options = dict(
-        blas_threads=blas_threads, quiet=quiet, trace=trace, tensorboard=tensorboard,
+        blas_threads=blas_threads,
+        quiet=quiet,
+        trace=trace,
+        tensorboard=tensorboard,
         overwrite=overwrite,
-    )  # fmt: skip
+    )
     problem = rules_problem(options, RUN_RULES)
     if problem is None and not (log_dir is None or is_path(log_dir)):
         problem = f"log_dir must be None or a non-empty path, got {log_dir!r}"
@@ -265,15 +268,15 @@ def rules_problem(values: dict, rules: dict) -> str | None:
     )
 
 
-def resolve(cls, config, settings: dict, options: dict) -> tuple:
+def resolve(cls, config, settings: dict, options: tuple) -> tuple:
     """An algorithm's settings, ``config`` (default ``cls()``) with ``settings`` replaced,
     and the first problem with them or with the run ``options`` (``run_problem``'s
-    arguments by name), or None; with an unknown setting, ``cls()`` and that problem."""
+    arguments, in order), or None; with an unknown setting, ``cls()`` and that problem."""
     problem = cls.unknown_problem(settings)
     if problem is not None:
         return cls(), problem
     cfg = replace(config or cls(), **settings)
-    return cfg, cfg.problem() or run_problem(**options)
+    return cfg, cfg.problem() or run_problem(*options)
 
 
 def memory_bytes() -> int:

@@ -94,9 +94,8 @@ class PrunedGA:
         **settings,
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
-        options = dict(log_dir=log_dir, blas_threads=blas_threads, quiet=quiet, trace=trace,
-                       tensorboard=tensorboard, overwrite=overwrite)  # fmt: skip
-        cfg, problem = resolve(GAConfig, config, settings, options)
+        run = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)  # as run_problem
+        cfg, problem = resolve(GAConfig, config, settings, run)
         problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
         name = env if isinstance(env, str) else "custom"
         if problem is None:

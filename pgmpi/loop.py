@@ -177,8 +177,11 @@ def train(
                     agent.save(checkpoint_path)
                     saved = now[unit]
                 if why:
-                    log.print(_summary(why, agent.line(row), checkpoint_path, saved, step_name,
-                                       agent.log_dir))  # fmt: skip
+                    log.print(
+                        _summary(
+                            why, agent.line(row), checkpoint_path, saved, step_name, agent.log_dir
+                        )
+                    )
                     return agent
                 if signum:  # every rank stops here, together, the checkpoint saved
                     _stop(log, signum, checkpoint_path, saved, step_name)

@@ -95,9 +95,8 @@ class ParallelPG:
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
         n = mpi.size()
-        options = dict(log_dir=log_dir, blas_threads=blas_threads, quiet=quiet, trace=trace,
-                       tensorboard=tensorboard, overwrite=overwrite)  # fmt: skip
-        cfg, problem = resolve(PGConfig, config, settings, options)
+        run = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)  # as run_problem
+        cfg, problem = resolve(PGConfig, config, settings, run)
         problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)

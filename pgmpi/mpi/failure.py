@@ -63,8 +63,11 @@ def deferred_interrupts():
         if is_root():  # os.write, not print: a handler may run in the middle of a print
             name = signal.Signals(signum).name
             again = "Ctrl-C" if signum == signal.SIGINT else name
-            os.write(2, f"pgmpi: {name}: stopping at the end of this update "
-                        f"({again} again: at once)\n".encode())  # fmt: skip
+            os.write(
+                2,
+                f"pgmpi: {name}: stopping at the end of this update "
+                f"({again} again: at once)\n".encode(),
+            )
 
     _received.clear()
     previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
