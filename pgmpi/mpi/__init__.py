@@ -36,6 +36,7 @@ from pgmpi.mpi.comm import (
     library_version,
     rank,
     ranks_on_node,
+    shared_counter,
     size,
 )
 from pgmpi.mpi.failure import deferred_interrupts, install_excepthook, interrupt_requested
@@ -101,5 +102,6 @@ __all__ = [
     "rank",
     "ranks_on_node",
     "set_deadline",
+    "shared_counter",
     "size",
 ]
