@@ -6,13 +6,17 @@ weights start as all ones, and learning only removes connections (see
 :class:`pgmpi.optimizers.PruningOptimizer`).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
-stream, so all ranks hold the same population without sending any network. Each rank plays its
-share of individuals, and one Allreduce per generation sums a buffer in which each individual's
-mean return and step count has exactly one non-zero contributor, so the sum is exact.
-Individual i of generation g plays episodes seeded from the stream keyed on (seed, g, i),
-whichever rank plays it, so a seed gives the same results, bit for bit, on any number of
-ranks. Episode lengths vary a lot, so individuals are shared out longest-first, each costed
-at its parent's step count in the previous generation (which never changes the results).
+stream, so all ranks hold the same population without sending any network. The unit of work
+is one episode of one individual (138 x 8 = 1,104 units in the original's generation), so
+ranks stay busy even at 128 ranks. Episode e of individual i in generation g is seeded from
+the stream keyed on (seed, g, i, e), whichever rank plays it. Units are handed out
+longest-predicted-first (each costed at its parent's mean episode length), one at a time to
+whichever rank is free, from a counter on rank 0 that ranks advance by one-sided MPI
+(:func:`pgmpi.mpi.shared_counter`): no coordinator, and a bad prediction costs little. One
+Allreduce per generation sums a buffer in which each unit's return and step count has
+exactly one non-zero contributor, so the sum is exact and every rank computes the same
+fitness from it: a seed gives the same results, bit for bit, on any number of ranks and
+under any assignment. benchmarks/ga_scaling.py measures and projects the balance.
 """
 
 from __future__ import annotations
@@ -31,16 +35,23 @@ from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
 
 
-def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:
-    """Longest-processing-time-first: int64 (P,) owner rank of each of P individuals.
+def longest_first(costs: np.ndarray) -> np.ndarray:
+    """int64 (N,): the indices of ``costs`` by decreasing cost, ties lower index first."""
+    return np.lexsort((np.arange(len(costs)), -np.asarray(costs, dtype=np.float64)))
 
-    In order of decreasing cost (ties: lower index first) each individual goes to the rank
-    with the least total cost so far (ties: lower rank). Deterministic, so every rank computes
-    the same assignment from the same float64 ``costs`` without communicating.
+
+def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:
+    """Longest-processing-time-first: int64 (N,) owner rank of each of N jobs.
+
+    In order of decreasing cost (ties: lower index first) each job goes to the rank with the
+    least total cost so far (ties: lower rank). Deterministic, so every rank computes the same
+    assignment from the same float64 ``costs`` without communicating. PrunedGA no longer
+    shares out work this way (see :meth:`PrunedGA._units`); benchmarks/ga_scaling.py uses it
+    as the static split to compare with.
     """
     owner = np.empty(len(costs), dtype=np.int64)
     load = np.zeros(n_ranks)
-    for i in np.lexsort((np.arange(len(costs)), -np.asarray(costs, dtype=np.float64))):
+    for i in longest_first(costs):
         owner[i] = r = int(np.argmin(load))
         load[r] += costs[i]
     return owner
@@ -125,6 +136,11 @@ class PrunedGA:
         )
         self.steps, self.evaluations = 0, 0
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
+        # Each unit's steps, seconds and the rank that played it, last generation: (P, E)
+        units = (cfg.population_size, cfg.episodes_per_individual)
+        self.unit_steps, self.unit_seconds = np.zeros(units), np.zeros(units)
+        self.unit_ranks = np.zeros(units, dtype=np.int64)
+        self._counter = mpi.shared_counter()  # collective the first time in a process
 
     @staticmethod
     def _spaces(env):
@@ -160,6 +176,14 @@ class PrunedGA:
         game.close()
         return total, steps
 
+    def _units(self, costs: np.ndarray):
+        """This rank's units of work (indices into ``costs``), longest predicted first, each
+        taken from a counter shared by all ranks when this rank is free: self-scheduling, so
+        a rank that draws short episodes, or runs on a faster core, just plays more units.
+        Which rank plays a unit never changes its result."""
+        order = longest_first(costs)
+        return (order[k] for k in self._counter.take(len(order)))
+
     def _action(self, weights: list[np.ndarray], obs: np.ndarray):
         a = self.net.act(weights, obs)
         if self._bounds is not None:  # tanh's (-1, 1) stretched onto the env's bounds
@@ -185,32 +209,43 @@ class PrunedGA:
         """Evaluate the population, tell the optimizer; returns the row to log, the stop
         vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
         opt, P, E = self.optimizer, len(self.last_steps), self.config["episodes_per_individual"]
+        U = P * E  # units of work: unit u = i * E + e is episode e of individual i
         me = mpi.rank()
         n = mpi.size()
         g = self.generation
         masks = opt.ask()
-        parent_steps = self.last_steps[np.maximum(opt.parents, 0)]
-        costs = np.where(opt.parents >= 0, parent_steps, self.last_steps.mean()) + 1.0
-        # One buffer: each individual's mean return and steps (each slot written by one rank
-        # only, so the sum is exact), a stop vote, then every rank's evaluation seconds.
-        buf = np.zeros(2 * P + 1 + n)
+        # A unit's predicted cost: its parent's mean steps per episode (the episodes differ)
+        per_episode = self.last_steps / E
+        parent = np.maximum(opt.parents, 0)
+        predicted = np.where(opt.parents >= 0, per_episode[parent], per_episode.mean()) + 1.0
+        costs = np.repeat(predicted, E)
+        # One buffer: each unit's return, steps, seconds and player + 1 (each slot written by
+        # one rank only, so the sum is exact), a stop vote, then every rank's busy seconds.
+        buf = np.zeros(4 * U + 1 + n)
         t0 = time.perf_counter()
-        for i in np.flatnonzero(balance(costs, n) == me):
-            stream = rng.stream(self.config["seed"], rng.GA_EVALUATION, g, i)
-            total, buf[P + i] = self._play(self.net.weights(masks[i]), stream, E)
-            buf[i] = total / E
+        for u in self._units(costs):
+            i, e = divmod(int(u), E)
+            stream = rng.stream(self.config["seed"], rng.GA_EVALUATION, g, i, e)
+            t = time.perf_counter()
+            buf[u], buf[U + u] = self._play(self.net.weights(masks[i]), stream, 1)
+            buf[2 * U + u], buf[3 * U + u] = time.perf_counter() - t, me + 1
         t1 = time.perf_counter()
-        buf[2 * P] = minutes is not None and t1 - start >= 60 * minutes
-        buf[2 * P + 1 + me] = t1 - t0
-        mpi.allreduce_sum_(buf)  # every return and step count, stop votes, busy seconds
+        buf[4 * U] = minutes is not None and t1 - start >= 60 * minutes
+        buf[4 * U + 1 + me] = t1 - t0
+        mpi.allreduce_sum_(buf)  # every unit's return and steps, stop votes, busy seconds
         t2 = time.perf_counter()
-        returns, self.last_steps = buf[:P].copy(), buf[P : 2 * P].copy()
+        unit_returns = buf[:U].reshape(P, E)
+        self.unit_steps = buf[U : 2 * U].reshape(P, E).copy()
+        self.unit_seconds = buf[2 * U : 3 * U].reshape(P, E).copy()
+        self.unit_ranks = buf[3 * U : 4 * U].reshape(P, E).astype(np.int64) - 1
+        returns = unit_returns.sum(axis=1) / E  # the same sums in the same order on every rank
+        self.last_steps = self.unit_steps.sum(axis=1)
         kept = masks.sum(axis=1) / self.net.n_weights
         fitness = returns - self.config["complexity_weight"] * kept
         if not np.all(np.isfinite(fitness)):
             raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
         opt.tell(fitness)
-        busy = buf[2 * P + 1 :]
+        busy = buf[4 * U + 1 :]
         seconds = time.perf_counter() - t0
         steps = self.last_steps.sum()
         self.steps += int(steps)
@@ -233,7 +268,7 @@ class PrunedGA:
         }
         mine = dict(start_s=t0 - start, play_s=t1 - t0, grad_s=0.0, allreduce_s=t2 - t1)
         # float64 values are floats: fine for CSV and JSON
-        return row, bool(buf[2 * P]), dict(mine, total_s=seconds)
+        return row, bool(buf[4 * U]), dict(mine, total_s=seconds)
 
     def train(
         self,
