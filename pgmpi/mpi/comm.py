@@ -308,9 +308,13 @@ class SharedCounter:
     One int64 lives in an MPI window on the root (0 bytes elsewhere). :meth:`take` gives a
     rank the next unfinished item of a list each time it asks, by one-sided fetch-and-add on
     that int (``MPI_Fetch_and_op``); the root's Python code takes no part, so a rank that
-    finishes early simply takes more items. On one node the window is shared memory. Across
-    nodes some MPI builds (MPICH without hardware atomics) advance a fetch only when the
-    root enters MPI; ``MPICH_ASYNC_PROGRESS=1`` gives them a progress thread.
+    finishes early simply takes more items. Every rank holds one passive-target access epoch
+    open (``Lock_all``, flushed after each fetch) from creation to :meth:`free`: with MPICH on
+    one node a fetch then takes about 2 us whatever the root is doing, whereas a
+    ``Lock``/``Unlock`` per fetch waited until the root's next MPI call (measured: up to the
+    whole of the root's episode). Across nodes some MPI builds (MPICH without hardware
+    atomics) advance a fetch only when the root enters MPI; ``MPICH_ASYNC_PROGRESS=1`` gives
+    them a progress thread.
 
     The counter is never reset (a reset would need a collective): a round of ``count`` items
     over n ranks always takes exactly ``count + n`` values (every item once, then one value
@@ -325,27 +329,37 @@ class SharedCounter:
             self.win.Put(np.zeros(1, dtype=np.int64), 0)
             self.win.Unlock(0)
         _COMM.Barrier()  # nobody fetches before the zero is written
+        self.win.Lock_all(MPI.MODE_NOCHECK)  # no rank ever locks exclusively from here on
         self.base = 0  # the counter's value where the next round starts
         self._one, self._got = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
 
     def _next(self) -> int:
-        self.win.Lock(0, MPI.LOCK_SHARED)
         self.win.Fetch_and_op(self._one, self._got, 0, 0, MPI.SUM)
-        self.win.Unlock(0)
+        self.win.Flush(0)  # the fetch is complete: _got holds the value
         return int(self._got[0])
 
     def take(self, count: int) -> Iterator[int]:
         """The indices among ``0 .. count - 1`` this rank gets, one at a time, each as the
-        rank asks for it: every index goes to exactly one rank. Every rank must run each
-        round to its end, and the rounds in the same order."""
+        rank asks for it: every index goes to exactly one rank.
+
+        Every rank must run each round to its end, the rounds in the same order, and pass a
+        collective between two rounds (PrunedGA's Allreduce): a rank that started the next
+        round early could take a value another rank still needs to end this one.
+
+        Raises:
+            RuntimeError: a value from before this round (a missing collective).
+        """
         base = self.base
         self.base += count + _COMM.Get_size()
         while (k := self._next() - base) < count:
+            if k < 0:
+                raise RuntimeError("shared counter: a round began before the last one ended")
             yield k
 
     def free(self) -> None:
         """Release the window. Collective."""
         if self.win is not None:
+            self.win.Unlock_all()
             self.win.Free()
             self.win = None
 
