@@ -8,8 +8,10 @@ Launches itself under mpirun for each rank count, with the example's settings (h
 generations on any rank count, so every run does exactly the same work (checked: the fitness
 histories must hash the same) and parallel efficiency is T(1) / (n * T(n)) on the summed
 generation times. Episode lengths vary from about 40 to 1,600 steps, so it also reports how
-long ranks wait for each other in the fitness Allreduce, with pgmpi's longest-first
-assignment ("lpt", costed by each parent's steps) and with plain round robin ("round-robin").
+long ranks wait for each other in the fitness Allreduce, with pgmpi's self-scheduled units
+("dynamic": one episode of one individual each, longest predicted first, taken by whichever
+rank is free) and with plain round robin over the units ("round-robin").
+benchmarks/ga_scaling.py projects the balance to many ranks.
 Prints the machine, MPI library, numpy/BLAS and figures; writes
 benchmarks/results/ga_generation.json.
 """
@@ -29,10 +31,9 @@ import common  # noqa: E402
 
 
 def worker(args) -> None:
-    from pgmpi import PrunedGA, ga, mpi
+    from pgmpi import PrunedGA, mpi
 
-    if args.assign == "round-robin":  # the baseline: individual i on rank i % n
-        ga.balance = lambda costs, n: np.arange(len(costs)) % n
+    n, me = mpi.size(), mpi.rank()
     agent = PrunedGA(
         env="BipedalWalker-v3",
         hidden_sizes=args.hidden_sizes,
@@ -41,6 +42,8 @@ def worker(args) -> None:
         seed=args.seed,
         quiet=True,
     )
+    if args.assign == "round-robin":  # the baseline: unit u on rank u % n
+        agent._units = lambda costs: range(me, len(costs), n)
     rows = []
     agent.train(generations=args.generations, callback=rows.append)
     in_collective = mpi.gather_object([r["perf/allreduce_s"] for r in rows])
@@ -81,7 +84,10 @@ def main() -> None:
     p.add_argument("--episodes-per-individual", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
-        "--assign", nargs="+", default=["lpt", "round-robin"], choices=["lpt", "round-robin"]
+        "--assign",
+        nargs="+",
+        default=["dynamic", "round-robin"],
+        choices=["dynamic", "round-robin"],
     )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()

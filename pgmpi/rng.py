@@ -14,7 +14,7 @@ import numpy as np
 INIT = 0  # initial network parameters
 EPISODE = 1  # a policy-gradient episode: (EPISODE, update, episode)
 GA_SELECTION = 2  # the GA's selection and mutation: (GA_SELECTION, generation)
-GA_EVALUATION = 3  # a GA individual's episodes: (GA_EVALUATION, generation, individual)
+GA_EVALUATION = 3  # one GA episode: (GA_EVALUATION, generation, individual, episode)
 EVALUATE = 4  # evaluation episodes after training: (EVALUATE, call, episode)
 
 
