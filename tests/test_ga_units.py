@@ -1,0 +1,97 @@
+"""Tier 1, single process: PrunedGA's units of work, one (individual, episode) each, and the
+shared counter that hands them out (tests/test_ga_units_launch.py: the same over ranks)."""
+
+import numpy as np
+
+from pgmpi import PrunedGA, mpi, rng, rollout
+from pgmpi.envs import Game
+from pgmpi.ga import balance, longest_first
+from pgmpi.networks import PrunedNetwork
+
+TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=7, episodes_per_individual=3)
+
+
+def _tiny(**kw) -> PrunedGA:
+    return PrunedGA(**dict(TINY, seed=5, quiet=True, **kw))
+
+
+def _state(ga: PrunedGA) -> dict:
+    return ga.optimizer.state()
+
+
+def test_each_unit_is_its_own_episode_keyed_on_generation_individual_and_episode():
+    ga = _tiny().train(generations=1)
+    fresh = _tiny()
+    masks = fresh.optimizer.ask()
+    for i in range(7):
+        for e in range(3):
+            stream = rng.stream(5, rng.GA_EVALUATION, 0, i, e)
+            total, steps = fresh._play(fresh.net.weights(masks[i]), stream, 1)
+            assert steps == ga.unit_steps[i, e]
+    assert np.array_equal(ga.last_steps, ga.unit_steps.sum(axis=1))
+    assert ga.unit_steps.shape == ga.unit_seconds.shape == (7, 3)
+    assert np.all(ga.unit_ranks == 0) and np.all(ga.unit_seconds > 0)
+    # CartPole pays 1 per step: each fitness is the mean of its episodes' lengths.
+    fitness = ga.optimizer.fitness_history[0] + masks.mean(axis=1)
+    assert np.allclose(fitness, ga.unit_steps.mean(axis=1))
+
+
+def test_the_order_units_are_played_in_changes_no_result():
+    plain = _tiny().train(generations=3)
+    backwards = _tiny()
+    backwards._units = lambda costs: longest_first(costs)[::-1]
+    backwards.train(generations=3)
+    odd_first = _tiny()
+    odd_first._units = lambda costs: np.r_[1 : len(costs) : 2, 0 : len(costs) : 2]
+    odd_first.train(generations=3)
+    for other in (backwards, odd_first):
+        for key, value in _state(plain).items():
+            assert np.array_equal(value, _state(other)[key]), key
+        assert other.steps == plain.steps
+
+
+def test_units_are_predicted_at_the_parents_mean_episode_length():
+    ga = _tiny().train(generations=1)
+    seen = []
+    plain = ga._units
+    ga._units = lambda costs: seen.append((costs, ga.optimizer.parents.copy())) or plain(costs)
+    parents_steps = ga.last_steps.copy()
+    ga.train(generations=2)
+    (costs, parents), *_ = seen
+    assert costs.shape == (21,) and (parents >= 0).all()
+    expected = np.where(parents >= 0, parents_steps[np.maximum(parents, 0)] / 3, 0.0)
+    expected = np.where(parents >= 0, expected, parents_steps.mean() / 3) + 1.0
+    assert np.array_equal(costs, np.repeat(expected, 3))
+
+
+def test_longest_first_and_balance_over_units():
+    costs = np.array([2.0, 5, 5, 1, 3])
+    assert longest_first(costs).tolist() == [1, 2, 4, 0, 3]
+    units = np.repeat(np.random.default_rng(1).integers(40, 1600, 138).astype(float), 8)
+    loads = np.bincount(balance(units, 128), weights=units)
+    assert loads.max() - loads.min() <= units.max()
+
+
+def test_one_rank_counter_hands_out_every_index_in_order_without_mpi():
+    counter = mpi.shared_counter()
+    assert list(counter.take(5)) == [0, 1, 2, 3, 4]
+    assert list(counter.take(0)) == []
+
+
+def test_a_reused_bipedal_walker_env_does_not_always_replay_a_seeded_episode():
+    """Why each unit plays in a new env: BipedalWalker's reset(seed) keeps some Box2D state
+    from the episodes played before (here an episode differs from its first step after
+    two others on the same env, with gymnasium 1.x). If this ever fails, one env per rank
+    per generation might do, and save the env making (about 0.1-4 ms a unit)."""
+    net = PrunedNetwork((24, 8, 8, 4), discrete=False)
+    draw = np.random.default_rng(0)
+    weights = [net.weights(draw.random(net.n_weights) < 0.7) for _ in range(6)]
+
+    def play(game, w, seed):
+        return rollout.episode(game, lambda g: net.act(w, g.obs), seed)[0]
+
+    alone = play(Game("BipedalWalker-v3", 1600), weights[3], 44)
+    reused = Game("BipedalWalker-v3", 1600)
+    play(reused, weights[5], 66)
+    play(reused, weights[4], 55)
+    assert play(reused, weights[3], 44) != alone

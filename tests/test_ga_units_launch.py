@@ -1,0 +1,71 @@
+"""Tier 3: PrunedGA's units of work over ranks, launched with mpirun in a subprocess: the same
+results on any rank count, however the units fall, and the shared counter hands every
+index to exactly one rank."""
+
+import pytest
+
+from tests.helpers.launch import run_mpi
+
+pytestmark = pytest.mark.launcher
+
+# 11 individuals x 3 episodes: 33 units, which divide evenly over none of 2, 3 and 5 ranks.
+# SLOW names a rank whose every unit takes 30 ms longer.
+SCRIPT = """
+import hashlib, sys, time
+import numpy as np
+from pgmpi import PrunedGA, mpi
+slow = int(sys.argv[1])
+ga = PrunedGA(env="CartPole-v1", hidden_sizes=(4,), population_size=11,
+              episodes_per_individual=3, seed=2, quiet=True)
+if mpi.rank() == slow:
+    plain = ga._play
+    ga._play = lambda *a: time.sleep(0.03) or plain(*a)
+played = np.zeros(mpi.size(), dtype=int)
+ga.train(generations=3, callback=lambda row: np.add.at(played, ga.unit_ranks.ravel(), 1))
+state = ga.optimizer.state()
+digest = hashlib.sha256(b"".join(state[k].tobytes() for k in sorted(state))).hexdigest()
+if mpi.is_root():
+    print("HASH", digest, ga.steps)
+    print("PLAYED", *played)
+"""
+
+COUNTER = """
+import numpy as np
+from pgmpi import mpi
+counter = mpi.shared_counter()
+mine = []
+for count in (0, 1, 7, 50, 3):
+    mine.append(list(counter.take(count)))
+    mpi.barrier()  # rounds are separated by a collective, as PrunedGA's Allreduce does
+everyone = mpi.gather_object(mine)
+if mpi.is_root():
+    ok = all(sorted(sum((r[k] for r in everyone), [])) == list(range(c))
+             for k, c in enumerate((0, 1, 7, 50, 3)))
+    print("COVERED", ok)
+"""
+
+
+def _out(proc, tag: str) -> list[str]:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith(tag)][0]
+
+
+def test_same_history_and_best_network_on_one_two_three_and_five_ranks():
+    runs = {n: run_mpi(n, ["-c", SCRIPT, "-1"], timeout=180) for n in (1, 2, 3, 5)}
+    hashes = {n: tuple(_out(proc, "HASH")) for n, proc in runs.items()}
+    assert len(set(hashes.values())) == 1, hashes
+    played = {n: [int(x) for x in _out(proc, "PLAYED")] for n, proc in runs.items()}
+    assert all(sum(p) == 3 * 33 for p in played.values()), played
+
+
+def test_a_slowed_rank_gives_the_same_results_and_the_fast_rank_plays_more():
+    one = _out(run_mpi(1, ["-c", SCRIPT, "-1"], timeout=180), "HASH")
+    slowed = run_mpi(2, ["-c", SCRIPT, "1"], timeout=180)
+    assert _out(slowed, "HASH") == one
+    fast, slow = (int(x) for x in _out(slowed, "PLAYED"))
+    assert fast + slow == 3 * 33 and fast > 2 * slow, (fast, slow)
+
+
+def test_the_shared_counter_hands_every_index_to_exactly_one_rank():
+    for n in (2, 3):
+        assert _out(run_mpi(n, ["-c", COUNTER], timeout=60), "COVERED") == ["True"]
