@@ -4,7 +4,8 @@
   :func:`agree` and :func:`launcher_problem`;
 * :mod:`pgmpi.mpi.watchdog`: the deadline on collectives (a rank or host that stops
   answering ends the job, named);
-* :mod:`pgmpi.mpi.failure`: what an error, an uncaught exception or Ctrl-C does to the job.
+* :mod:`pgmpi.mpi.failure`: what an error, an uncaught exception or Ctrl-C does to the job;
+* :mod:`pgmpi.mpi.counter`: a counter that hands out work without a coordinator.
 
 Importing it does nothing observable. :func:`init`, called by the algorithms' constructors
 (and by the first collective of a script that makes no agent), installs the excepthook,
@@ -36,9 +37,9 @@ from pgmpi.mpi.comm import (
     library_version,
     rank,
     ranks_on_node,
-    shared_counter,
     size,
 )
+from pgmpi.mpi.counter import shared_counter
 from pgmpi.mpi.failure import deferred_interrupts, install_excepthook, interrupt_requested
 from pgmpi.mpi.watchdog import Watchdog
 

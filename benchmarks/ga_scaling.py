@@ -1,0 +1,340 @@
+"""PrunedGA scaling: measured at 1 and 2 ranks, projected to 1,536 ranks from recorded unit costs.
+
+    python benchmarks/ga_scaling.py [--minutes 6]           # about 10 minutes on 2 cores
+    python benchmarks/ga_scaling.py --costs benchmarks/results/ga_scaling_costs.npz  # re-project
+
+Runs BipedalWalker-v3 with the example's settings (hidden 8 8, population 138, 8 episodes:
+the synaptolytic-learning benchmark's), launching itself under mpirun, one run at a time:
+
+* 1 rank, ``--serial-generations`` generations (1), and 2 ranks with the units shared out
+  statically (longest-predicted-first over units, ``ga.balance``), ``--static-generations``
+  (2): the same generations as the start of the next run (checked: same steps and fitness);
+* 2 ranks as PrunedGA runs them (self-scheduled units), for ``--minutes`` (6), recording
+  every generation's units of work (individual, episode): their predicted cost, steps,
+  seconds and the rank that played them, the ranks' busy seconds, the generation's wall time.
+
+Then, from the recorded generations, early (the first three) and late (the last three),
+projects for n = 1 ... 1,536 ranks the share of rank time spent idle, 1 - work / (n x
+makespan), and the speed-up over 1 rank, for three ways of sharing out a generation:
+
+* ``old``: whole individuals, longest-first by the parent's steps (pgmpi before units);
+* ``static``: units, longest-first by predicted cost (``ga.balance`` over units);
+* ``dynamic``: units in predicted order, each taken by the first free rank (what PrunedGA
+  does), plus one fetch from the shared counter per unit.
+
+A unit costs the seconds it was recorded to take (on a shared machine: with its noise); an
+individual of the old split pays one env for its episodes, ``(E - 1)`` env makings less.
+Every generation also pays the measured selection and mutation and a ring Allreduce of its
+buffer on a 10 Gb/s network (20 us latency); a fetch from the counter is costed at twice
+that latency, or as measured here if more. Prints the machine and a markdown table
+(for docs/benchmarks.md); writes benchmarks/results/ga_scaling.json, the recorded costs to
+benchmarks/results/ga_scaling_costs.npz and the figure to runs/benchmarks/ga_scaling.png
+(``--out PATH`` elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
+
+RANKS = [1, 2, 4, 8, 16, 32, 63, 64, 128, 256, 512, 1024, 1536]
+FIGURE = "ga_scaling.png"
+LINK = (10e9 / 8, 20e-6)  # bandwidth bytes/s, latency s: a 10 Gb/s network
+ORIGINAL_S = 3492 / 200  # synaptolytic-learning README: 200 generations in 3,492 s, 63 workers
+COSTS = common.RESULTS / "ga_scaling_costs.npz"
+
+
+def worker(args) -> None:
+    from pgmpi import PrunedGA, ga, mpi
+    from pgmpi.envs import Game
+
+    agent = PrunedGA(
+        env="BipedalWalker-v3",
+        hidden_sizes=[8, 8],
+        population_size=args.population_size,
+        episodes_per_individual=args.episodes_per_individual,
+        seed=args.seed,
+        quiet=True,
+    )
+    me, n = mpi.rank(), mpi.size()
+    keys = ("steps", "seconds", "ranks", "wall", "wait", "fit", "select")
+    predicted, rec = [], {k: [] for k in keys}
+    opt, selecting = agent.optimizer, [0.0]
+
+    def timed(plain):
+        def call(*a):
+            t = time.perf_counter()
+            out = plain(*a)
+            selecting[0] += time.perf_counter() - t
+            return out
+
+        return call
+
+    # the selection and mutation that every rank pays per generation
+    opt.ask, opt.tell = timed(opt.ask), timed(opt.tell)
+    if args.mode == "static":  # the comparison: a fixed split of the units
+        agent._units = lambda costs: np.flatnonzero(ga.balance(costs, n) == me)
+    plain = agent._units
+    agent._units = lambda costs: predicted.append(costs.copy()) or plain(costs)
+
+    def record(row):
+        rec["steps"].append(agent.unit_steps.copy())
+        rec["seconds"].append(agent.unit_seconds.copy())
+        rec["ranks"].append(agent.unit_ranks.copy())
+        rec["wall"].append(row["time/elapsed_s"])
+        rec["wait"].append(row["perf/wait_s"])
+        rec["fit"].append([row["charts/best_fitness"], row["charts/mean_fitness"]])
+        rec["select"].append(selecting[0])
+        selecting[0] = 0.0
+
+    t0 = time.perf_counter()
+    limit = (
+        dict(minutes=args.run_minutes) if args.run_minutes else dict(generations=args.generations)
+    )
+    agent.train(**limit, callback=record)
+    started = time.perf_counter() - t0 - rec["wall"][-1]  # construction to the first step
+    # The cost of one fetch from the shared counter with every rank fetching at once.
+    mpi.barrier()
+    t = time.perf_counter()
+    fetched = sum(1 for _ in mpi.shared_counter().take(2000 * n))
+    fetch_s = (time.perf_counter() - t) / max(fetched, 1)
+    t = time.perf_counter()
+    for _ in range(10):
+        Game("BipedalWalker-v3").close()
+    make_s = (time.perf_counter() - t) / 10
+    fetch = mpi.gather_object(fetch_s)
+    if mpi.is_root():
+        np.savez(
+            args.record,
+            predicted=np.array(predicted),
+            **{k: np.array(v) for k, v in rec.items()},
+            ranks_count=n,
+            fetch_s=max(fetch),
+            make_s=make_s,
+            started_s=started,
+        )
+
+
+# ---------------------------------------------------------------- the projection
+def ring_allreduce_s(n: int, size_bytes: float, bandwidth: float, latency: float) -> float:
+    """Seconds of a ring Allreduce of ``size_bytes`` over ``n`` ranks."""
+    if n == 1:
+        return 0.0
+    return 2 * (n - 1) * latency + 2 * (n - 1) / n * size_bytes / bandwidth
+
+
+def static_makespan(predicted: np.ndarray, cost: np.ndarray, n: int) -> float:
+    """The busiest rank's seconds when ``ga.balance`` shares the jobs out on predictions."""
+    from pgmpi.ga import balance
+
+    if n >= len(cost):
+        return float(cost.max())
+    return float(np.bincount(balance(predicted, n), weights=cost, minlength=n).max())
+
+
+def dynamic_makespan(predicted: np.ndarray, cost: np.ndarray, n: int, fetch_s: float) -> float:
+    """When the last rank finishes if units go, in predicted order, to the first free rank
+    (ties: lower rank), each after one fetch, and every rank makes one last fetch."""
+    from pgmpi.ga import longest_first
+
+    free = [(0.0, r) for r in range(n)]
+    for u in longest_first(predicted):
+        t, r = heapq.heappop(free)
+        heapq.heappush(free, (t + fetch_s + cost[u], r))
+    return max(t for t, _ in free) + fetch_s
+
+
+def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
+    """Idle share and speed-up by rank count and split, for the population's first ``P``
+    individuals' first ``E`` episodes in each recorded generation: {split: {n: [(idle,
+    speed-up, seconds per generation) per generation]}}."""
+    make_s, fetch = costs["make_s"], max(costs["fetch_s"], 2 * LINK[1])
+    out = {s: {n: [] for n in RANKS} for s in ("old", "static", "dynamic")}
+    for g in range(len(costs["steps"])):
+        unit = costs["seconds"][g][:P, :E].ravel()
+        pred = costs["predicted"][g].reshape(-1, costs["steps"].shape[2])[:P, :E].ravel()
+        whole = unit.reshape(P, E).sum(axis=1) - (E - 1) * make_s  # one env per individual
+        whole_pred = pred.reshape(P, E).sum(axis=1)
+        size = (4 * P * E + 1) * 8
+        for n in RANKS:
+            comm = ring_allreduce_s(n, size + 8 * n, *LINK) + serial_s
+            spans = {
+                "old": (whole.sum(), static_makespan(whole_pred, whole, n)),
+                "static": (unit.sum(), static_makespan(pred, unit, n)),
+                "dynamic": (unit.sum(), dynamic_makespan(pred, unit, n, fetch)),
+            }
+            one = unit.sum() + serial_s
+            for split, (work, span) in spans.items():
+                out[split][n].append((1 - work / (n * span), one / (span + comm), span + comm))
+    return out
+
+
+def summarise(proj: dict, which: slice) -> dict:
+    """Mean idle share, speed-up and seconds per generation over the generations ``which``."""
+    return {
+        s: {n: np.array(v[which]).mean(axis=0).tolist() for n, v in by_n.items()}
+        for s, by_n in proj.items()
+    }
+
+
+def table(results: dict) -> str:
+    lines = [
+        "| settings | generations | ranks | old split: idle, speed-up | static units | "
+        "dynamic units (PrunedGA) | s per generation (old / dynamic) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, phases in results.items():
+        for phase, by_split in phases.items():
+            for n in (63, 128):
+                cells = [f"{100 * by_split[s][n][0]:.1f}%, {by_split[s][n][1]:.1f}x" for s in
+                         ("old", "static", "dynamic")]  # fmt: skip
+                secs = f"{by_split['old'][n][2]:.2f} / {by_split['dynamic'][n][2]:.2f}"
+                lines.append(f"| {name} | {phase} | {n} | {' | '.join(cells)} | {secs} |")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    colours = {"old": "tab:red", "static": "tab:orange", "dynamic": "tab:blue"}
+    names = {"old": "whole individuals", "static": "units, static", "dynamic": "units, dynamic"}
+    name = next(iter(results))
+    for phase, style in zip(results[name], ("-", "--"), strict=False):
+        for split, by_n in results[name][phase].items():
+            label = f"{names[split]}, {phase}"
+            a.plot(RANKS, [100 * by_n[n][0] for n in RANKS], style, c=colours[split], label=label)
+            b.plot(RANKS, [by_n[n][1] for n in RANKS], style, c=colours[split], label=label)
+    b.plot(RANKS, RANKS, c="grey", lw=0.8, label="ideal")
+    a.set(xscale="log", xlabel="ranks", ylabel="% of rank time idle")
+    b.set(xscale="log", yscale="log", xlabel="ranks", ylabel="speed-up over 1 rank")
+    a.set_title(f"PrunedGA load imbalance, {name} (projected)")
+    b.set_title("Generations per second (projected)")
+    for ax in (a, b):
+        ax.grid(alpha=0.3, which="both")
+        ax.axvline(63, c="grey", lw=0.5)
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--minutes", type=float, default=6.0, help="the recorded 2-rank run (6)")
+    p.add_argument("--serial-generations", type=int, default=1, help="at 1 rank (1)")
+    p.add_argument("--static-generations", type=int, default=2, help="static split, 2 ranks (2)")
+    p.add_argument("--costs", type=Path, help="project from this recording instead of running")
+    p.add_argument("--population-size", type=int, default=138)
+    p.add_argument("--episodes-per-individual", type=int, default=8)
+    p.add_argument("--also", default="128x8", help="settings also projected, PxE (128x8)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--mode", default="dynamic", help=argparse.SUPPRESS)
+    p.add_argument("--generations", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--record", help=argparse.SUPPRESS)
+    p.add_argument("--run-minutes", type=float, help=argparse.SUPPRESS)
+    common.add_figure_flags(p, FIGURE)
+    args = p.parse_args()
+    if args.worker:
+        return worker(args)
+
+    info = common.machine()
+    print("machine:", json.dumps(info), flush=True)
+    P, E = args.population_size, args.episodes_per_individual
+    settings = ["--population-size", str(P), "--episodes-per-individual", str(E)]
+    settings += ["--seed", str(args.seed)]
+    result = {"machine": info, "settings": dict(population_size=P, episodes=E, seed=args.seed)}
+    common.RESULTS.mkdir(exist_ok=True)
+    if args.costs is None:
+        runs = {}
+        plan = [("serial", 1, "dynamic", ["--generations", str(args.serial_generations)]),
+                ("static", 2, "static", ["--generations", str(args.static_generations)]),
+                ("dynamic", 2, "dynamic", ["--run-minutes", str(args.minutes)])]  # fmt: skip
+        for name, n, mode, limit in plan:  # one at a time: no two timed runs share the cores
+            path = COSTS if name == "dynamic" else common.RESULTS / f"ga_scaling_{name}.npz"
+            flags = [__file__, "--worker", "--mode", mode, "--record", str(path), *settings]
+            common.mpirun(n, [*flags, *limit], timeout=3600)
+            runs[name] = dict(np.load(path))
+            print(f"recorded {name} ({n} rank(s)): {len(runs[name]['wall'])} generations",
+                  flush=True)  # fmt: skip
+        rec = runs["dynamic"]
+        k = min(len(r["wall"]) for r in runs.values())
+        same = all(
+            np.array_equal(r["steps"][:k], rec["steps"][:k]) and
+            np.array_equal(r["fit"][:k], rec["fit"][:k]) for r in runs.values()
+        )  # fmt: skip
+        measured = {}
+        for name, r in runs.items():
+            wall = np.diff(np.concatenate([[0.0], r["wall"]]))[:k]
+            measured[name] = {
+                "seconds_per_generation": float(wall.mean()),
+                "wait_share": float(r["wait"][:k].sum() / wall.sum()),
+            }
+        gens = np.diff(np.concatenate([[0.0], rec["wall"]]))
+        measured["dynamic_all"] = {
+            "generations": len(gens),
+            "seconds_per_generation": float(gens.mean()),
+            "wait_share": float(rec["wait"].sum() / gens.sum()),
+        }
+        result["measured"] = dict(measured, same_results=bool(same), generations_compared=k)
+        print(f"same steps and fitness in the first {k} generation(s) of every run: {same}")
+        for name, m in measured.items():
+            print(f"measured {name}: {json.dumps(m)}")
+    rec = dict(np.load(args.costs or COSTS))
+    steps, secs = rec["steps"].ravel(), rec["seconds"].ravel()
+    serial_s = float(np.median(rec["select"]))
+    costs = dict(rec, fetch_s=float(rec["fetch_s"]))
+    make_ms, fetch_us = 1e3 * float(rec["make_s"]), 1e6 * float(rec["fetch_s"])
+    step_us = 1e6 * secs.sum() / steps.sum()
+    print(
+        f"units: {len(steps)}, {steps.mean():.0f} steps and {1e3 * secs.mean():.1f} ms on "
+        f"average ({step_us:.0f} us per step); env making {make_ms:.2f} ms; fetch "
+        f"{fetch_us:.1f} us; selection and mutation {serial_s:.3f} s per generation"
+    )
+    G = len(rec["steps"])
+    phases = {"early (0-2)": slice(0, 3), f"late ({max(G - 3, 0)}-{G - 1})": slice(G - 3, G)}
+    results = {}
+    also_p, also_e = (int(x) for x in args.also.split("x"))
+    for name, (p_, e_) in {f"{P}x{E}": (P, E), f"{also_p}x{also_e}": (also_p, also_e)}.items():
+        proj = project(costs, min(p_, P), min(e_, E), serial_s)
+        results[name] = {ph: summarise(proj, w) for ph, w in phases.items()}
+    result.update(
+        seconds_per_step=float(secs.sum() / steps.sum()),
+        serial_s=serial_s,
+        fetch_s=float(rec["fetch_s"]),
+        make_s=float(rec["make_s"]),
+        recorded_generations=G,
+        mean_unit_steps={ph: float(rec["steps"][w].mean()) for ph, w in phases.items()},
+        projection=results,
+        original_s_per_generation_63_workers=ORIGINAL_S,
+    )
+    md = table(results)
+    print(md)
+    for ph in phases:
+        at63 = {s: results[f"{P}x{E}"][ph][s][63][2] for s in ("old", "dynamic")}
+        print(
+            f"projected s per generation at 63 ranks, {ph}, {P}x{E}: old {at63['old']:.2f}, "
+            f"dynamic {at63['dynamic']:.2f} (original: {ORIGINAL_S:.1f})"
+        )
+    out = common.figure_path(args, FIGURE)
+    plot(results, out)
+    print("figure:", out)
+    print("wrote", common.write("ga_scaling", result))
+
+
+if __name__ == "__main__":
+    main()
