@@ -120,7 +120,7 @@ def main() -> None:
     work = args.work_dir or args.runs / "figures"
     made, skipped = [], []
 
-    from pgmpi.plot import timeline
+    from pgmpi.timeline import timeline
 
     traced = timeline_run(work, args.quick)
     made.append(timeline(traced, args.out_dir / "timeline.png"))

@@ -7,7 +7,7 @@ Runs BipedalWalker-v3 with the example's settings (hidden 8 8, population 138, 8
 the synaptolytic-learning benchmark's), launching itself under mpirun, one run at a time:
 
 * 1 rank, ``--serial-generations`` generations (1), and 2 ranks with the units shared out
-  statically (longest-predicted-first over units, ``ga.balance``), ``--static-generations``
+  statically (longest-predicted-first over units, ``schedule.balance``), ``--static-generations``
   (2): the same generations as the start of the next run (checked: same steps and fitness);
 * 2 ranks as PrunedGA runs them (self-scheduled units), for ``--minutes`` (6), recording
   every generation's units of work (individual, episode): their predicted cost, steps,
@@ -18,7 +18,7 @@ projects for n = 1 ... 1,536 ranks the share of rank time spent idle, 1 - work /
 makespan), and the speed-up over 1 rank, for three ways of sharing out a generation:
 
 * ``old``: whole individuals, longest-first by the parent's steps (pgmpi before units);
-* ``static``: units, longest-first by predicted cost (``ga.balance`` over units);
+* ``static``: units, longest-first by predicted cost (``schedule.balance`` over units);
 * ``dynamic``: units in predicted order, each taken by the first free rank (what PrunedGA
   does), plus one fetch from the shared counter per unit.
 
@@ -55,7 +55,7 @@ COSTS = common.RESULTS / "ga_scaling_costs.npz"
 
 
 def worker(args) -> None:
-    from pgmpi import PrunedGA, ga, mpi
+    from pgmpi import PrunedGA, mpi, schedule
     from pgmpi.envs import Game
 
     agent = PrunedGA(
@@ -83,7 +83,7 @@ def worker(args) -> None:
     # the selection and mutation that every rank pays per generation
     opt.ask, opt.tell = timed(opt.ask), timed(opt.tell)
     if args.mode == "static":  # the comparison: a fixed split of the units
-        agent._units = lambda costs: np.flatnonzero(ga.balance(costs, n) == me)
+        agent._units = lambda costs: np.flatnonzero(schedule.balance(costs, n) == me)
     plain = agent._units
     agent._units = lambda costs: predicted.append(costs.copy()) or plain(costs)
 
@@ -134,8 +134,8 @@ def ring_allreduce_s(n: int, size_bytes: float, bandwidth: float, latency: float
 
 
 def static_makespan(predicted: np.ndarray, cost: np.ndarray, n: int) -> float:
-    """The busiest rank's seconds when ``ga.balance`` shares the jobs out on predictions."""
-    from pgmpi.ga import balance
+    """The busiest rank's seconds when ``schedule.balance`` shares the jobs out on predictions."""
+    from pgmpi.schedule import balance
 
     if n >= len(cost):
         return float(cost.max())
@@ -145,7 +145,7 @@ def static_makespan(predicted: np.ndarray, cost: np.ndarray, n: int) -> float:
 def dynamic_makespan(predicted: np.ndarray, cost: np.ndarray, n: int, fetch_s: float) -> float:
     """When the last rank finishes if units go, in predicted order, to the first free rank
     (ties: lower rank), each after one fetch, and every rank makes one last fetch."""
-    from pgmpi.ga import longest_first
+    from pgmpi.schedule import longest_first
 
     free = [(0.0, r) for r in range(n)]
     for u in longest_first(predicted):

@@ -206,7 +206,9 @@ def load(path: str | os.PathLike, algorithm: str) -> tuple[dict[str, np.ndarray]
     Collective: every rank must call this.
     """
     path = Path(path)
-    arrays, meta, problem = {}, {}, None
+    arrays = {}
+    meta = {}
+    problem = None
     if mpi.is_root():
         try:
             arrays, meta = _read(path, algorithm)
@@ -261,7 +263,8 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     unknown = sorted(set(overrides) - set(RUN_OPTIONS))
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")
-    env, trained_on = overrides.get("env"), config.get("env")
+    env = overrides.get("env")
+    trained_on = config.get("env")
     if isinstance(env, str) and env != trained_on:  # the same on every rank, as above
         raise mpi.ConfigError(
             f"checkpoint {str(path)!r} was trained on {trained_on!r}, not {env!r}; "

@@ -79,7 +79,8 @@ def add_settings(parser: argparse.ArgumentParser, defaults, label: str = "") -> 
     doc and ``defaults``' value (after ``label``, e.g. "fast preset: "). A flag not given is
     absent from the parsed arguments: :func:`settings_given` reads those that were."""
     for f in fields(defaults):
-        flag, doc = f.metadata.get("flag"), f.metadata.get("doc", "")
+        flag = f.metadata.get("flag")
+        doc = f.metadata.get("doc", "")
         if flag is None:
             continue
         value = getattr(defaults, f.name)

@@ -178,7 +178,8 @@ PRESETS = {
 def pruning_problem(population_size, elite_fraction, prune_rate, seed) -> str | None:
     """The first problem with a pruning GA's selection settings, or None."""
     P, f, r = population_size, elite_fraction, prune_rate
-    ok_p, ok_f = is_int(P) and P >= 2, is_real(f) and 0 < f < 1
+    ok_p = is_int(P) and P >= 2
+    ok_f = is_real(f) and 0 < f < 1
     child = f"small enough to leave a child in a population of {P}"
     return first_problem([
         (ok_p, "population_size", P, "an int >= 2"),

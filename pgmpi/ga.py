@@ -27,34 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
+from pgmpi import checkpoint, loop, mpi, rng, rollout, schedule, threads
 from pgmpi.config import GAConfig, first_problem, is_int, resolve
 from pgmpi.envs import Game
 from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
-
-
-def longest_first(costs: np.ndarray) -> np.ndarray:
-    """int64 (N,): the indices of ``costs`` by decreasing cost, ties lower index first."""
-    return np.lexsort((np.arange(len(costs)), -np.asarray(costs, dtype=np.float64)))
-
-
-def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:
-    """Longest-processing-time-first: int64 (N,) owner rank of each of N jobs.
-
-    In order of decreasing cost (ties: lower index first) each job goes to the rank with the
-    least total cost so far (ties: lower rank). Deterministic, so every rank computes the same
-    assignment from the same float64 ``costs`` without communicating. PrunedGA no longer
-    shares out work this way (see :meth:`PrunedGA._units`); benchmarks/ga_scaling.py uses it
-    as the static split to compare with.
-    """
-    owner = np.empty(len(costs), dtype=np.int64)
-    load = np.zeros(n_ranks)
-    for i in longest_first(costs):
-        owner[i] = r = int(np.argmin(load))
-        load[r] += costs[i]
-    return owner
 
 
 class PrunedGA:
@@ -134,11 +112,13 @@ class PrunedGA:
             prune_rate=cfg.prune_rate,
             seed=cfg.seed,
         )
-        self.steps, self.evaluations = 0, 0
+        self.steps = 0
+        self.evaluations = 0
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
         # Each unit's steps, seconds and the rank that played it, last generation: (P, E)
         units = (cfg.population_size, cfg.episodes_per_individual)
-        self.unit_steps, self.unit_seconds = np.zeros(units), np.zeros(units)
+        self.unit_steps = np.zeros(units)
+        self.unit_seconds = np.zeros(units)
         self.unit_ranks = np.zeros(units, dtype=np.int64)
         self._counter = mpi.shared_counter()  # collective the first time in a process
 
@@ -159,30 +139,24 @@ class PrunedGA:
         """Generations evaluated so far (the index of the population evaluated next)."""
         return self.optimizer.generation
 
-    def _play(self, weights: list[np.ndarray], stream: np.random.Generator, episodes: int):
-        """Total return and steps of ``episodes`` episodes seeded from ``stream``, in a new env:
-        Box2D envs carry state from one episode into the next, so reusing one would make the
-        results depend on which individuals this rank happened to play before."""
+    def _play(self, weights: list[np.ndarray], stream: np.random.Generator) -> tuple[float, int]:
+        """Return and steps of one episode seeded from ``stream``, in a new env: Box2D envs
+        carry state from one episode into the next, so reusing one would make the results
+        depend on which units this rank happened to play before."""
         game = Game(self._env, self.config["max_episode_steps"])
-        total = 0.0
-        steps = 0
-        for _ in range(episodes):
-            rewards, _ = rollout.episode(
-                game, lambda g: self._action(weights, g.obs), rng.env_seed(stream)
-            )
-            for r in rewards:  # one running sum over every episode, step by step
-                total += r
-            steps += len(rewards)
+        rewards, _ = rollout.episode(game, lambda g: self._action(weights, g.obs), stream)
         game.close()
-        return total, steps
+        total = 0.0
+        for r in rewards:  # a running sum, step by step (sum() differs between Pythons)
+            total += r
+        return total, len(rewards)
 
     def _units(self, costs: np.ndarray):
         """This rank's units of work (indices into ``costs``), longest predicted first, each
         taken from a counter shared by all ranks when this rank is free: self-scheduling, so
         a rank that draws short episodes, or runs on a faster core, just plays more units.
         Which rank plays a unit never changes its result."""
-        order = longest_first(costs)
-        return (order[k] for k in self._counter.take(len(order)))
+        return schedule.self_scheduled(costs, self._counter)
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray):
         a = self.net.act(weights, obs)
@@ -208,7 +182,9 @@ class PrunedGA:
     def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
         """Evaluate the population, tell the optimizer; returns the row to log, the stop
         vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
-        opt, P, E = self.optimizer, len(self.last_steps), self.config["episodes_per_individual"]
+        opt = self.optimizer
+        P = len(self.last_steps)
+        E = self.config["episodes_per_individual"]
         U = P * E  # units of work: unit u = i * E + e is episode e of individual i
         me = mpi.rank()
         n = mpi.size()
@@ -227,8 +203,9 @@ class PrunedGA:
             i, e = divmod(int(u), E)
             stream = rng.stream(self.config["seed"], rng.GA_EVALUATION, g, i, e)
             t = time.perf_counter()
-            buf[u], buf[U + u] = self._play(self.net.weights(masks[i]), stream, 1)
-            buf[2 * U + u], buf[3 * U + u] = time.perf_counter() - t, me + 1
+            buf[u], buf[U + u] = self._play(self.net.weights(masks[i]), stream)
+            buf[2 * U + u] = time.perf_counter() - t
+            buf[3 * U + u] = me + 1
         t1 = time.perf_counter()
         buf[4 * U] = minutes is not None and t1 - start >= 60 * minutes
         buf[4 * U + 1 + me] = t1 - t0
@@ -354,7 +331,7 @@ class PrunedGA:
             episodes,
             self.config["seed"],
             self.evaluations,
-            lambda streams: [self._play(weights, stream, 1)[0] for stream in streams],
+            lambda streams: [self._play(weights, stream)[0] for stream in streams],
         )
         return float(returns.mean())
 
@@ -381,5 +358,6 @@ class PrunedGA:
             mpi.agree({}, None if have == want else problem)
             agent.optimizer.set_state(arrays)
             agent.last_steps = arrays["last_steps"].copy()
-            agent.steps, agent.evaluations = meta["steps"], meta["evaluations"]
+            agent.steps = meta["steps"]
+            agent.evaluations = meta["evaluations"]
         return agent

@@ -175,7 +175,8 @@ class PrunedNetwork:
     def weights(self, mask: np.ndarray) -> list[np.ndarray]:
         """float32 weight matrices (n_in, n_out) for a flat boolean ``mask``, made once per
         individual so the per-step forward pass does not re-apply the mask."""
-        out, start = [], 0
+        out = []
+        start = 0
         for a, b in self.shapes:
             out.append(mask[start : start + a * b].reshape(a, b).astype(np.float32))
             start += a * b

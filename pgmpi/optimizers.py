@@ -34,7 +34,9 @@ class RMSProp:
     """RMSProp ascent on one flat vector, state in one flat ``cache`` of the same shape."""
 
     def __init__(self, n: int, learning_rate: float, decay_rate: float, eps: float = 1e-5):
-        self.learning_rate, self.decay_rate, self.eps = learning_rate, decay_rate, eps
+        self.learning_rate = learning_rate
+        self.decay_rate = decay_rate
+        self.eps = eps
         self.cache = np.zeros(n, dtype=np.float32)
 
     def step(self, params: np.ndarray, grad: np.ndarray) -> None:
@@ -60,7 +62,10 @@ class Adam:
     def __init__(
         self, n: int, learning_rate: float, beta1: float = 0.9, beta2: float = 0.999, eps=1e-8
     ):
-        self.learning_rate, self.beta1, self.beta2, self.eps = learning_rate, beta1, beta2, eps
+        self.learning_rate = learning_rate
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.eps = eps
         self.m, self.v, self.t = np.zeros(n, np.float32), np.zeros(n, np.float32), 0
 
     def step(self, params: np.ndarray, grad: np.ndarray) -> None:
@@ -125,8 +130,10 @@ class PruningOptimizer:
         problem = pruning_problem(population_size, elite_fraction, prune_rate, seed)
         if problem is not None:
             raise ValueError(problem)
-        self.seed, self.n_elites = seed, math.ceil(elite_fraction * population_size - 1e-9)
-        self.generation, self.mutation_rate = 0, float(prune_rate)
+        self.seed = seed
+        self.n_elites = math.ceil(elite_fraction * population_size - 1e-9)
+        self.generation = 0
+        self.mutation_rate = float(prune_rate)
         stream = rng.stream(seed, rng.GA_SELECTION, 0)
         self.population = stream.random((population_size, n_weights)) >= prune_rate
         self.parents = np.full(population_size, -1, dtype=np.int64)
@@ -141,12 +148,14 @@ class PruningOptimizer:
 
     def tell(self, fitness: np.ndarray) -> None:
         """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``."""
-        f, P = np.asarray(fitness, dtype=np.float64), len(self.population)
+        f = np.asarray(fitness, dtype=np.float64)
+        P = len(self.population)
         if f.shape != (P,) or not np.all(np.isfinite(f)):
             raise ValueError(f"fitness must be {P} finite values, got {f.shape} {f[:3]}...")
         self.fitness_history.append(f.copy())
         order = np.lexsort((np.arange(P), -f))[: self.n_elites]
-        elites, sources = self.population[order], order
+        elites = self.population[order]
+        sources = order
         if f[order[0]] > self.best_fitness:
             self.best_mask, self.best_fitness = self.population[order[0]].copy(), float(f[order[0]])
         else:  # the best ever is from an earlier generation: it leads the elites
@@ -157,7 +166,8 @@ class PruningOptimizer:
         rate = spread / c.mean() if c.mean() > 0 else 0.0
         self.mutation_rate = float(np.clip(rate, *MUTATION_RATE_RANGE))
         self.generation += 1
-        stream, n = rng.stream(self.seed, rng.GA_SELECTION, self.generation), len(elites)
+        stream = rng.stream(self.seed, rng.GA_SELECTION, self.generation)
+        n = len(elites)
         pick = stream.choice(n, size=P - n, p=np.arange(n, 0, -1) / (n * (n + 1) / 2))
         keep = stream.random((P - n, self.population.shape[1])) >= self.mutation_rate
         self.population = np.concatenate([elites, elites[pick] & keep])

@@ -128,7 +128,10 @@ class ParallelPG:
         self.optimizer = (
             Adam(size, lr) if cfg.optimizer == "adam" else RMSProp(size, lr, cfg.decay_rate)
         )
-        self.update, self.episodes, self.steps, self.evaluations = 0, 0, 0, 0
+        self.update = 0
+        self.episodes = 0
+        self.steps = 0
+        self.evaluations = 0
         self.running_reward = None  # no game finished yet
         self._act_prev = None  # no frame seen yet
         self.recent_returns = deque(maxlen=100)

@@ -112,15 +112,17 @@ def main(argv: list[str] | None = None) -> int:
         seen += 1
         return args.max_frames is None or len(kept) < args.max_frames
 
-    returns, env_id = [], agent.config["env"]
+    returns = []
+    env_id = agent.config["env"]
     pong = env_id == PONG_ID
     for e in range(args.episodes):
         stream = rng.stream(args.seed, rng.EVALUATE, 0, e)
         game = PongGame() if pong else Game(lambda: make_gym(env_id, render_mode="rgb_array"))
         act = _policy(agent, algorithm, stream, args.greedy)
-        rewards, finished = rollout.episode(game, act, rng.env_seed(stream), frames)
+        rewards, finished = rollout.episode(game, act, stream, frames)
         game.close()
-        ret, steps = sum(rewards, 0.0), len(rewards)
+        ret = sum(rewards, 0.0)
+        steps = len(rewards)
         won, lost = sum(r > 0 for r in rewards), sum(r < 0 for r in rewards)
         returns.append(ret)
         points = f", points {won}-{lost}" if pong else ""

@@ -77,7 +77,8 @@ class PongGame(Game):
         self._sticky_rng: np.random.Generator | None = None  # made at the first new_game
         self._seeded = False
         atari = self.env.unwrapped
-        self._ale, self._frameskip = atari.ale, atari._frameskip
+        self._ale = atari.ale
+        self._frameskip = atari._frameskip
         self._ale_actions = [atari._action_set[a] for a in (PONG_UP, PONG_DOWN)]
         self._screen = np.empty((210, 160), dtype=np.uint8)  # palette indices
         # The last frame seen, as palette indices (255: none, never a palette index) and as
@@ -105,14 +106,16 @@ class PongGame(Game):
             self._pong_input()  # the last frame becomes this one
             self._start = self._ale.cloneState(), self._seen.copy(), self._prev.copy()
         # the first input is zero; ALE's reset applied NOOP last
-        self.x, self._applied = PongGame._NONE, type(self._ale_actions[0]).NOOP
+        self.x = PongGame._NONE
+        self._applied = type(self._ale_actions[0]).NOOP
         self.score, self.length, self.live = 0.0, 0, True
 
     def _advance(self, action: int) -> tuple[float, bool, bool]:
         # The calls gymnasium's AtariEnv.step makes, without its wrappers and with the screen
         # copied into one buffer, which saves most of the cost outside the emulator. The
         # tests check that both give the same game.
-        ale, act = self._ale, self._ale_actions[action]
+        ale = self._ale
+        act = self._ale_actions[action]
         reward = 0.0
         for _ in range(self._frameskip):
             if self.sticky:  # with probability 0.25, the frame before's action again
@@ -121,7 +124,8 @@ class PongGame(Game):
                 reward += ale.act(self._applied)
             else:
                 reward += ale.act(act)
-        terminated, truncated = ale.game_over(with_truncation=False), ale.game_truncated()
+        terminated = ale.game_over(with_truncation=False)
+        truncated = ale.game_truncated()
         self.x = self._pong_input()
         return reward, terminated, truncated
 
@@ -176,7 +180,8 @@ class PongGame(Game):
         if self.live:
             state = self._ale.cloneState().serialize()
             out["ale"] = np.frombuffer(state, dtype=np.uint8)
-            out["prev"], out["x"] = self._prev.copy(), dense(self.x, 6400).astype(np.int8)
+            out["prev"] = self._prev.copy()
+            out["x"] = dense(self.x, 6400).astype(np.int8)
         if self._sticky_rng is not None:
             out["sticky"] = np.array([*_pcg64_words(self._sticky_rng), self._applied.value],
                                      dtype=np.uint64)  # fmt: skip

@@ -1,11 +1,13 @@
-"""Playing several games at once on one rank: the rollouts of ParallelPG.
+"""Playing games: pgmpi's one episode loop, :func:`run`, and what is built on it.
 
-A rank holds a few persistent games (``envs.Game``). :func:`play` advances them together, so
-the policy's forward pass runs once per step for all of them and Python's per-call overhead
-is paid once per batch, not once per game. Each game draws its actions from its own stream,
-so what it plays does not depend on which other games share the batch, or the rank.
-Checkpoints take the games in progress and their open rallies from :func:`snapshots` and
-give them back with :func:`restore`, on any rank. :func:`make_games` makes a rank's games.
+:func:`run` steps several games at once on one rank, so a policy's forward pass runs once
+per step for all of them and Python's per-call overhead is paid once per batch, not once
+per game. ParallelPG plays its persistent games (``envs.Game``) through :func:`play`;
+PrunedGA's evaluations and ``pgmpi.play`` play one game through :func:`episode`. Each game
+draws from its own stream, so what it plays does not depend on which other games share the
+batch, or the rank. Checkpoints take the games in progress and their open rallies from
+:func:`snapshots` and give them back with :func:`restore`, on any rank. :func:`make_games`
+makes a rank's games.
 """
 
 from __future__ import annotations
@@ -84,6 +86,57 @@ def sample(p: np.ndarray, u: float) -> int:
     return min(int((u >= np.cumsum(p)).sum()), len(p) - 1)
 
 
+def run(
+    games: list[Game],
+    streams: list[np.random.Generator],
+    choose: Callable,
+    min_steps: int,
+    whole_games: bool,
+    frames: Callable | None = None,
+) -> list[Piece]:
+    """The one episode loop of pgmpi: step ``games`` together, each exactly ``min_steps``
+    agent steps or, with ``whole_games``, at least ``min_steps`` and then on to the end of a
+    game. ParallelPG's training and evaluation (:func:`play`), PrunedGA's evaluations and
+    ``pgmpi.play`` (:func:`episode`) all play through it.
+
+    A game that is not live is started first, seeded from its stream; one that ends before
+    its piece does is started again. ``choose(games, streams)`` gives the actions of the games
+    still playing, one per game, and what to keep of each step for learning (a list of
+    ``(cache, action, dlogits)``), or None. ``frames(image) -> keep going?``, if given, sees
+    each game's screen when it starts and after each step, and can stop it early. Returns one
+    Piece per game.
+    """
+    pieces = [Piece() for _ in games]
+    todo = list(range(len(games)))
+    while todo:
+        for i in todo:
+            if not games[i].live:
+                games[i].new_game(rng.env_seed(streams[i]))
+                if frames is not None and not frames(games[i].screen()):
+                    todo = [j for j in todo if j != i]
+        if not todo:
+            break
+        actions, kept = choose([games[i] for i in todo], [streams[i] for i in todo])
+        still = []
+        for n, (a, i) in enumerate(zip(actions, todo, strict=True)):
+            game = games[i]
+            piece = pieces[i]
+            if kept is not None:
+                piece.caches.append(kept[n][0])
+                piece.actions.append(a)
+                piece.dlogits.append(kept[n][1])
+            reward, rally_over, game_over = game.step(a)
+            piece.rewards.append(reward)
+            piece.ends.append(rally_over)
+            if game_over:
+                piece.finished.append((game.score, game.length))
+            going = frames is None or frames(game.screen())
+            if going and not ((game_over or not whole_games) and len(piece.rewards) >= min_steps):
+                still.append(i)
+        todo = still
+    return pieces
+
+
 def play(
     net: TwoLayerPolicy,
     games: list[Game],
@@ -93,60 +146,35 @@ def play(
     greedy: bool = False,
     learn: bool = True,
 ) -> list[Piece]:
-    """Step ``games`` together: each plays exactly ``min_steps`` agent steps, or, with
-    ``whole_games``, at least ``min_steps`` and then on to the end of a game.
+    """ParallelPG's play: :func:`run` with the policy's forward pass once per step for all
+    ``games``, each sampling its action from its own stream (``greedy``: the most likely
+    action); ``learn=False`` keeps no caches (evaluation)."""
 
-    A game that is not live is started first, seeded from its stream; one that ends before
-    its piece does is started again. ``greedy`` takes the most likely action instead of
-    sampling; ``learn=False`` keeps no caches (evaluation). Returns one Piece per game.
-    """
-    pieces = [Piece() for _ in games]
-    todo = list(range(len(games)))
-    while todo:
-        for i in todo:
-            if not games[i].live:
-                games[i].new_game(rng.env_seed(streams[i]))
-        probs, caches = net.forward([games[i].x for i in todo])  # every game in one pass
+    def choose(todo: list[Game], todo_streams: list[np.random.Generator]):
+        probs, caches = net.forward([game.x for game in todo])  # every game in one pass
         actions = [
-            int(np.argmax(p)) if greedy else sample(p, streams[i].random())
-            for p, i in zip(probs, todo, strict=True)
+            int(np.argmax(p)) if greedy else sample(p, stream.random())
+            for p, stream in zip(probs, todo_streams, strict=True)
         ]
-        dlogits = net.dlogits(probs, actions) if learn else probs
-        still = []
-        for a, cache, dl, i in zip(actions, caches, dlogits, todo, strict=True):
-            game, piece = games[i], pieces[i]
-            if learn:
-                piece.caches.append(cache)
-                piece.actions.append(a)
-                piece.dlogits.append(dl)
-            reward, rally_over, game_over = game.step(a)
-            piece.rewards.append(reward)
-            piece.ends.append(rally_over)
-            if game_over:
-                piece.finished.append((game.score, game.length))
-            if not ((game_over or not whole_games) and len(piece.rewards) >= min_steps):
-                still.append(i)
-        todo = still
-    return pieces
+        if not learn:
+            return actions, None
+        return actions, list(zip(caches, net.dlogits(probs, actions), strict=True))
+
+    return run(games, streams, choose, min_steps, whole_games)
 
 
 def episode(
-    game: Game, act: Callable[[Game], object], seed: int, frames: Callable | None = None
+    game: Game,
+    act: Callable[[Game], object],
+    stream: np.random.Generator,
+    frames: Callable | None = None,
 ) -> tuple[list[float], bool]:
-    """Play one game of ``game`` from ``seed``, taking ``act(game)`` at each step: the
-    episode loop of PrunedGA's evaluations and of ``pgmpi.play``.
-
-    ``frames(image) -> keep going?``, if given, sees the screen at the start and after each
-    step, and can stop the game early. Returns (every step's reward, whether the game ended).
-    """
-    game.new_game(seed)
-    rewards = []
-    going = frames is None or frames(game.screen())
-    while going and game.live:
-        reward, _, _ = game.step(act(game))
-        rewards.append(reward)
-        going = frames is None or frames(game.screen())
-    return rewards, not game.live
+    """Play one new game of ``game``, seeded from ``stream``, taking ``act(game)`` at each
+    step (:func:`run` with one game, which must not be live): PrunedGA's evaluations and
+    ``pgmpi.play``. Returns (every step's reward, whether the game ended; not if ``frames``
+    stopped it)."""
+    piece = run([game], [stream], lambda g, s: ([act(g[0])], None), 1, True, frames)[0]
+    return piece.rewards, bool(piece.finished)
 
 
 def evaluation_returns(

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, PrunedGA, checkpoint
-from pgmpi.ga import balance
 from pgmpi.optimizers import PruningOptimizer
+from pgmpi.schedule import balance
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=12, episodes_per_individual=2)
 

@@ -5,8 +5,8 @@ import numpy as np
 
 from pgmpi import PrunedGA, mpi, rng, rollout
 from pgmpi.envs import Game
-from pgmpi.ga import balance, longest_first
 from pgmpi.networks import PrunedNetwork
+from pgmpi.schedule import balance, longest_first
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=7, episodes_per_individual=3)
 
@@ -26,7 +26,7 @@ def test_each_unit_is_its_own_episode_keyed_on_generation_individual_and_episode
     for i in range(7):
         for e in range(3):
             stream = rng.stream(5, rng.GA_EVALUATION, 0, i, e)
-            total, steps = fresh._play(fresh.net.weights(masks[i]), stream, 1)
+            total, steps = fresh._play(fresh.net.weights(masks[i]), stream)
             assert steps == ga.unit_steps[i, e]
     assert np.array_equal(ga.last_steps, ga.unit_steps.sum(axis=1))
     assert ga.unit_steps.shape == ga.unit_seconds.shape == (7, 3)
@@ -87,8 +87,8 @@ def test_a_reused_bipedal_walker_env_does_not_always_replay_a_seeded_episode():
     draw = np.random.default_rng(0)
     weights = [net.weights(draw.random(net.n_weights) < 0.7) for _ in range(6)]
 
-    def play(game, w, seed):
-        return rollout.episode(game, lambda g: net.act(w, g.obs), seed)[0]
+    def play(game, w, seed):  # each episode's stream gives it the same env seed
+        return rollout.episode(game, lambda g: net.act(w, g.obs), np.random.default_rng(seed))[0]
 
     alone = play(Game("BipedalWalker-v3", 1600), weights[3], 44)
     reused = Game("BipedalWalker-v3", 1600)

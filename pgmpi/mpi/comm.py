@@ -156,7 +156,8 @@ def _arrive() -> None:
     if watch is None:  # the first collective of a script that made no agent
         on_first_collective()
     watch.enter(sites.call_site())
-    request, polls = _COMM.Ibarrier(), 0
+    request = _COMM.Ibarrier()
+    polls = 0
     while not request.Test():
         time.sleep(2e-4)
         polls += 1
@@ -206,7 +207,8 @@ class ExactSum:
     """
 
     def __init__(self, n: int, terms: int, exact: bool = True):
-        self.exact, self.limit = exact, 2.0 ** (62 - FIXED_POINT_BITS) / max(terms, 1)
+        self.exact = exact
+        self.limit = 2.0 ** (62 - FIXED_POINT_BITS) / max(terms, 1)
         # One flat buffer, so the reduction is one call: the sum, then the count of bad terms.
         self.buffer = np.zeros(n + 1, dtype=np.int64 if exact else np.float32)
 

@@ -41,7 +41,8 @@ class SharedCounter:
         _COMM.Barrier()  # nobody fetches before the zero is written
         self.win.Lock_all(MPI.MODE_NOCHECK)  # no rank ever locks exclusively from here on
         self.base = 0  # the counter's value where the next round starts
-        self._one, self._got = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        self._one = np.ones(1, dtype=np.int64)
+        self._got = np.zeros(1, dtype=np.int64)
 
     def _next(self) -> int:
         self.win.Fetch_and_op(self._one, self._got, 0, 0, MPI.SUM)

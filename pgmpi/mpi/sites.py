@@ -57,7 +57,8 @@ def call_site() -> tuple[str, str]:
     frame = sys._getframe(2)  # the verb that called comm._arrive, which called this
     op = outer = frame.f_code
     while frame is not None and place(frame.f_code.co_filename)[0] == _VERBS:
-        outer, frame = frame.f_code, frame.f_back
+        outer = frame.f_code
+        frame = frame.f_back
     first = frame
     while frame is not None and place(frame.f_code.co_filename)[0] == _PACKAGE:
         frame = frame.f_back
@@ -117,7 +118,8 @@ def unpack(buf: np.ndarray) -> tuple[int, str, str]:
     """(count, key, text) of a message made by :func:`pack`."""
     raw = buf.tobytes()
     body = raw[9:].rstrip(b"\0")
-    key, text = body[: raw[8]], body[raw[8] :]
+    key = body[: raw[8]]
+    text = body[raw[8] :]
     # A cut may split a character: drop the broken end rather than fail.
     count = int.from_bytes(raw[:8], sys.byteorder, signed=True)
     return count, key.decode(errors="ignore"), text.decode(errors="ignore")

@@ -113,7 +113,8 @@ class Watchdog:
         now = time.monotonic()
         if self.last_done is not None:
             self.recent.append(now - self.last_done)
-        self.last_done, self.entered = now, None
+        self.last_done = now
+        self.entered = None
         self.done = self.count
 
     def deadline(self) -> tuple[float | None, str]:
@@ -167,7 +168,8 @@ class Watchdog:
     def drain(self) -> None:
         """Root: receive every message that has come in, and end the job at once if one
         names another collective than the root's at that count (hold the lock)."""
-        status, buf = MPI.Status(), np.zeros(SIZE, dtype=np.uint8)
+        status = MPI.Status()
+        buf = np.zeros(SIZE, dtype=np.uint8)
         while comm._COMM.Iprobe(source=MPI.ANY_SOURCE, tag=self.TAG, status=status):
             r = status.Get_source()
             comm._COMM.Recv(buf, source=r, tag=self.TAG)
@@ -206,7 +208,8 @@ class Watchdog:
         mismatched MPI calls hang, or worse, complete with each other's data."""
         if comm._COMM.Get_rank() != 0 or not self.on():
             return
-        c, until = self.count, time.monotonic() + self.CONFIRM_S
+        c = self.count
+        until = time.monotonic() + self.CONFIRM_S
         while True:
             with self.lock:
                 self.drain()
@@ -225,7 +228,8 @@ class Watchdog:
         if not self.used:
             return  # the deadline was off at every arrival: nothing was sent
         self.entered = None
-        root, n = comm._COMM.Get_rank() == 0, comm._COMM.Get_size()
+        root = comm._COMM.Get_rank() == 0
+        n = comm._COMM.Get_size()
         with self.lock:
             self.limit = self.factor = 0.0  # the thread stops writing
             if root:
@@ -257,7 +261,8 @@ class Watchdog:
 
     def check(self) -> None:
         """Inside a collective: tell the root every second, and abort past the deadline."""
-        entered, count = self.entered, self.count
+        entered = self.entered
+        count = self.count
         if entered is None or not self.on():
             return
         waited = time.monotonic() - entered
@@ -270,7 +275,8 @@ class Watchdog:
 
     def expire(self, waited: float, why: str, c: int) -> None:
         """The deadline passed: say who is missing (the root knows) and abort the job."""
-        me, n = comm._COMM.Get_rank(), comm._COMM.Get_size()
+        me = comm._COMM.Get_rank()
+        n = comm._COMM.Get_size()
         if me == 0:
             with self.lock:
                 self.drain()

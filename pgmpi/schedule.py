@@ -1,0 +1,42 @@
+"""Who plays which unit of work: PrunedGA's self-scheduling, and the static split it replaced.
+
+A generation's units (one episode of one individual) are put in order longest predicted
+first. With :func:`self_scheduled`, each rank takes the next unit in that order whenever it
+is free, from a counter shared by all ranks (:func:`pgmpi.mpi.shared_counter`), so a rank
+that draws short episodes, or runs on a faster core, just plays more units. :func:`balance`
+is the static longest-first split of pgmpi before it (benchmarks/ga_scaling.py compares the
+two). Which rank plays a unit never changes its result, so neither changes any number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+
+def longest_first(costs: np.ndarray) -> np.ndarray:
+    """int64 (N,): the indices of ``costs`` by decreasing cost, ties lower index first."""
+    return np.lexsort((np.arange(len(costs)), -np.asarray(costs, dtype=np.float64)))
+
+
+def self_scheduled(costs: np.ndarray, counter) -> Iterator[int]:
+    """This rank's units (indices into ``costs``), longest predicted first, each taken from
+    ``counter`` (shared by all ranks) when this rank asks for the next one."""
+    order = longest_first(costs)
+    return (int(order[k]) for k in counter.take(len(order)))
+
+
+def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:
+    """Longest-processing-time-first: int64 (N,) owner rank of each of N jobs.
+
+    In order of decreasing cost (ties: lower index first) each job goes to the rank with the
+    least total cost so far (ties: lower rank). Deterministic, so every rank computes the same
+    assignment from the same float64 ``costs`` without communicating.
+    """
+    owner = np.empty(len(costs), dtype=np.int64)
+    load = np.zeros(n_ranks)
+    for i in longest_first(costs):
+        owner[i] = r = int(np.argmin(load))
+        load[r] += costs[i]
+    return owner
