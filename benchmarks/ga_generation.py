@@ -10,7 +10,10 @@ histories must hash the same) and parallel efficiency is T(1) / (n * T(n)) on th
 generation times. Episode lengths vary from about 40 to 1,600 steps, so it also reports how
 long ranks wait for each other in the fitness Allreduce, with pgmpi's self-scheduled units
 ("dynamic": one episode of one individual each, longest predicted first, taken by whichever
-rank is free) and with plain round robin over the units ("round-robin").
+rank is free) and with plain round robin over the units ("round-robin"). After its
+generations each rank also steps the env alone with random actions (``--alone-steps``, new
+episodes as they end) on every rank at once, so the GA's env steps per second per core can
+be set beside the env's own rate measured in the same run, under the same load.
 benchmarks/ga_scaling.py projects the balance to many ranks.
 Prints the machine, MPI library, numpy/BLAS and figures; writes
 benchmarks/results/ga_generation.json.
@@ -23,6 +26,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -47,6 +51,8 @@ def worker(args) -> None:
     rows = []
     agent.train(generations=args.generations, callback=rows.append)
     in_collective = mpi.gather_object([r["perf/allreduce_s"] for r in rows])
+    mpi.barrier()  # every rank steps the env alone at the same time, as it played
+    alone = mpi.gather_object(env_alone_rate(args.alone_steps, me))
     history = agent.optimizer.state()["fitness_history"]
     if mpi.is_root():
         per_rank = np.array(in_collective)  # (ranks, generations): seconds in the Allreduce
@@ -59,17 +65,41 @@ def worker(args) -> None:
             "env_steps": [r["perf/env_steps"] for r in rows],
             "wait_s": [r["perf/wait_s"] for r in rows],
             "allreduce_s_per_rank": per_rank.tolist(),
+            "env_alone_steps_per_s_per_rank": alone,
         }
         print(json.dumps(out), flush=True)
+
+
+def env_alone_rate(steps: int, seed: int) -> float:
+    """Env steps per second of BipedalWalker-v3 stepping ``steps`` uniform random actions
+    (drawn beforehand), with a reset whenever an episode ends: the env's own rate here."""
+    import gymnasium as gym
+
+    env = gym.make("BipedalWalker-v3")
+    env.reset(seed=seed)
+    actions = np.random.default_rng(seed).uniform(-1, 1, (steps, 4)).astype(np.float32)
+    t = time.perf_counter()
+    for a in actions:  # drawn beforehand: the loop times the env, not the drawing
+        _, _, terminated, truncated, _ = env.step(a)
+        if terminated or truncated:
+            env.reset()
+    rate = steps / (time.perf_counter() - t)
+    env.close()
+    return rate
 
 
 def summary(row: dict) -> dict:
     """Per-generation figures of one run, from its per-generation lists."""
     seconds, steps, G = sum(row["generation_s"]), sum(row["env_steps"]), len(row["generation_s"])
     in_collective = np.array(row["allreduce_s_per_rank"]).sum(axis=1) / G
+    alone = float(np.mean(row["env_alone_steps_per_s_per_rank"]))
+    per_core = steps / seconds / row["ranks"]
     return {
         "seconds_per_generation": seconds / G,
         "steps_per_s": steps / seconds,
+        "steps_per_s_per_core": per_core,
+        "env_alone_steps_per_s": alone,
+        "throughput_ratio": per_core / alone,
         "wait_fraction": sum(row["wait_s"]) / seconds,
         "collective_s_per_generation_max_rank": float(in_collective.max()),
     }
@@ -83,6 +113,7 @@ def main() -> None:
     p.add_argument("--population-size", type=int, default=138)
     p.add_argument("--episodes-per-individual", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--alone-steps", type=int, default=20_000, help="env alone, per rank (20000)")
     p.add_argument(
         "--assign",
         nargs="+",
@@ -115,6 +146,8 @@ def main() -> None:
                 assign,
                 "--generations",
                 str(args.generations),
+                "--alone-steps",
+                str(args.alone_steps),
             ]
             flags += ["--population-size", str(args.population_size), "--seed", str(args.seed)]
             flags += ["--episodes-per-individual", str(args.episodes_per_individual)]
@@ -125,7 +158,9 @@ def main() -> None:
             print(
                 f"ranks {n} {assign:11s} ({row['blas']['threads']} BLAS thread(s)/rank): "
                 f"{row['seconds_per_generation']:7.2f} s/generation, "
-                f"{row['steps_per_s']:7.0f} env steps/s, ranks waiting "
+                f"{row['steps_per_s']:7.0f} env steps/s ({row['steps_per_s_per_core']:.0f} per "
+                f"core, {100 * row['throughput_ratio']:.0f}% of the env alone's "
+                f"{row['env_alone_steps_per_s']:.0f}), ranks waiting "
                 f"{100 * row['wait_fraction']:4.1f}% of the time "
                 f"(per generation: {', '.join(f'{w:.2f}' for w in row['wait_s'])} s)",
                 flush=True,
