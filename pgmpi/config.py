@@ -135,6 +135,11 @@ class PGConfig(Settings):
     learning_rate: float = setting(2e-3, "step size; with batch_gradient 'mean' it is for 16 "
                                    "slots, scaled by sqrt(slots / 16) for more",
                                    "positive_float", lambda v: is_real(v) and v > 0, "> 0")
+    lr_decay_steps: int | None = setting(None, "inverse-time decay: the step size is "
+                                         "learning_rate / (1 + agent steps / this), halved "
+                                         "after this many agent steps (None: constant)",
+                                         "positive_int", lambda v: v is None or
+                                         _int_at_least(1)(v), "None or an int >= 1")
     decay_rate: float = setting(0.99, "RMSProp decay of the squared-gradient average",
                                 "fraction", lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)")
     gamma: float = setting(0.99, "discount factor", None,

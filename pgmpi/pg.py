@@ -207,6 +207,7 @@ class ParallelPG:
                 f"update {self.update + 1}: non-finite or huge gradient in {bad} game(s); "
                 "lower learning_rate or check the env's rewards"
             )
+        self.optimizer.learning_rate = self.step_size()
         self.optimizer.step(self.net.params, grad)
         if not np.isfinite(self.net.params.sum(dtype=np.float64)):  # the same on every rank
             raise mpi.NonFiniteError(
@@ -241,12 +242,20 @@ class ParallelPG:
             "charts/mean_return": mean([g[1] for g in games]),
             "charts/mean_length": mean([g[2] for g in games]),
             "charts/capped_games": sum(g[2] >= cap for g in games),
+            "charts/learning_rate": self.optimizer.learning_rate,
             "time/elapsed_s": time.perf_counter() - start,
             **rank_figures(figures),
         }
         if row["charts/capped_games"]:  # said once; the CSV counts them
             log.print_once(f"note: games cut at max_episode_steps={cap}")
         return row, any(r["stop"] for r in figures), mine
+
+    def step_size(self) -> float:
+        """This update's learning rate: ``learning_rate`` (after the square-root rule), or with
+        ``lr_decay_steps`` H, that divided by 1 + agent steps so far / H (only + and /, so
+        every rank on every host computes the same bits)."""
+        H = self.config["lr_decay_steps"]
+        return self.learning_rate if H is None else self.learning_rate / (1 + self.steps / H)
 
     def counts(self) -> dict[str, int]:
         return {"updates": self.update, "episodes": self.episodes}
