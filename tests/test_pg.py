@@ -218,3 +218,25 @@ def test_the_run_header_says_which_pong_protocol_is_in_force():
         agent = ParallelPG(hidden_size=4, slots=1, sticky_actions=sticky, quiet=True)
         assert agent.header().endswith(words)
     assert "sticky" not in ParallelPG(env="CartPole-v1", hidden_size=4, slots=1).header()
+
+
+def test_lr_decay_steps_divides_the_step_size_by_one_plus_steps_over_h(tmp_path):
+    rates = []
+    agent = _cartpole(lr_decay_steps=100)
+    before = [0]
+    agent.train(
+        episodes=16,
+        callback=lambda row: (
+            rates.append((before[0], row["charts/learning_rate"]))
+            or before.__setitem__(0, row["steps"])
+        ),
+    )
+    assert len(rates) == 4 and rates[-1][0] > 0
+    for steps, lr in rates:  # each update's rate, from the steps played before it
+        assert lr == agent.learning_rate / (1 + steps / 100)
+    constant = _cartpole().train(episodes=16)
+    assert not np.array_equal(constant.net.params, agent.net.params)
+    # a resumed run decays from where it stopped, bit for bit
+    half = _cartpole(lr_decay_steps=100).train(episodes=8)
+    back = ParallelPG.load(half.save(tmp_path / "ck.npz"), quiet=True).train(episodes=16)
+    np.testing.assert_array_equal(back.net.params, agent.net.params)
