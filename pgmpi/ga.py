@@ -1,9 +1,9 @@
 """PrunedGA: learning by pruning connections ("synaptolysis"), a genetic algorithm over MPI ranks.
 
 The algorithm is the pruneable agent of Rive Sunder's synaptolytic-learning project
-(github.com/riveSunder/synaptolytic-learning, 2019): a genome is a feed-forward network whose
-weights start as all ones, and learning only removes connections (see
-:class:`pgmpi.optimizers.PruningOptimizer`).
+(github.com/riveSunder/synaptolytic-learning, 2019): a genome is a mask over a network's
+connections, whose weights are all ones or signed (:mod:`pgmpi.genomes`), and learning only
+removes connections (see :class:`pgmpi.optimizers.PruningOptimizer`).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network. The unit of work
@@ -15,8 +15,9 @@ whichever rank is free, from a counter on rank 0 that ranks advance by one-sided
 (:func:`pgmpi.mpi.shared_counter`): no coordinator, and a bad prediction costs little. One
 Allreduce per generation sums a buffer in which each unit's return and step count has
 exactly one non-zero contributor, so the sum is exact and every rank computes the same
-fitness from it: a seed gives the same results, bit for bit, on any number of ranks and
-under any assignment. benchmarks/ga_scaling.py measures and projects the balance.
+fitness from it (and, for the signed genome, each unit's Hebbian activity per connection):
+a seed gives the same results, bit for bit, on any number of ranks and under any
+assignment. benchmarks/ga_scaling.py measures and projects the balance.
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, loop, mpi, rng, rollout, schedule, threads
+from pgmpi import checkpoint, genomes, loop, mpi, rng, rollout, schedule, threads
 from pgmpi.config import GAConfig, first_problem, is_int, resolve
 from pgmpi.envs import Game
-from pgmpi.networks import PrunedNetwork
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
 
@@ -45,7 +45,10 @@ class PrunedGA:
         env: a gymnasium env id, or a zero-argument function returning an env, with a 1-D box
             observation and a discrete action space (argmax output) or a bounded 1-D box one
             (tanh output, stretched onto the bounds unless they are [-1, 1]). A new env is
-            made for each individual.
+            made for each individual. The network is the ``genome`` setting's:
+            ``"ones"`` (all weights 1) or ``"signed-dag"`` (signed weights drawn once from the
+            seed, every layer fed by all earlier ones, less active connections pruned more
+            often); :mod:`pgmpi.genomes` describes both.
         config: the settings to start from (default ``GAConfig()``);
             :class:`pgmpi.config.GAConfig` documents each one and its default.
         settings: any :class:`~pgmpi.config.GAConfig` field by name (``hidden_sizes``,
@@ -58,7 +61,8 @@ class PrunedGA:
     Attributes:
         config: the run's settings as a dict (``env`` and every GAConfig field).
         optimizer: the :class:`PruningOptimizer`, identical on every rank.
-        net: the :class:`~pgmpi.networks.PrunedNetwork` layer layout.
+        net: the genome's network, a :class:`~pgmpi.genomes.PrunedNetwork` or
+            :class:`~pgmpi.genomes.SignedDAG`.
 
     Raises:
         ConfigError (a ValueError): on every rank, naming the bad value, if an argument is
@@ -103,7 +107,8 @@ class PrunedGA:
         self.tensorboard = tensorboard
         self.overwrite = overwrite
         self.blas = threads.cap_blas_threads(blas_threads)
-        self.net = PrunedNetwork((sizes[0], *cfg.hidden_sizes, sizes[1]), discrete=sizes[2])
+        layers = (sizes[0], *cfg.hidden_sizes, sizes[1])
+        self.net = genomes.make(cfg.genome, layers, sizes[2], cfg.seed)
         self._bounds = sizes[3]
         self.optimizer = PruningOptimizer(
             self.net.n_weights,
@@ -139,13 +144,18 @@ class PrunedGA:
         """Generations evaluated so far (the index of the population evaluated next)."""
         return self.optimizer.generation
 
-    def _play(self, weights: list[np.ndarray], stream: np.random.Generator) -> tuple[float, int]:
+    def _play(
+        self, weights: list[np.ndarray], stream: np.random.Generator, activity=None
+    ) -> tuple[float, int]:
         """Return and steps of one episode seeded from ``stream``, in a new env: Box2D envs
         carry state from one episode into the next, so reusing one would make the results
-        depend on which units this rank happened to play before."""
+        depend on which units this rank happened to play before. ``activity`` (zeros,
+        float64 (n_weights,), or None) gets each connection's mean Hebbian term per step."""
         game = Game(self._env, self.config["max_episode_steps"])
-        rewards, _ = rollout.episode(game, lambda g: self._action(weights, g.obs), stream)
+        rewards, _ = rollout.episode(game, lambda g: self._action(weights, g.obs, activity), stream)
         game.close()
+        if activity is not None:
+            activity /= max(len(rewards), 1)
         total = 0.0
         for r in rewards:  # a running sum, step by step (sum() differs between Pythons)
             total += r
@@ -158,8 +168,8 @@ class PrunedGA:
         Which rank plays a unit never changes its result."""
         return schedule.self_scheduled(costs, self._counter)
 
-    def _action(self, weights: list[np.ndarray], obs: np.ndarray):
-        a = self.net.act(weights, obs)
+    def _action(self, weights: list[np.ndarray], obs: np.ndarray, activity=None):
+        a = self.net.act(weights, obs) if activity is None else self.net.act(weights, obs, activity)
         if self._bounds is not None:  # tanh's (-1, 1) stretched onto the env's bounds
             a = self._bounds[0] + (a + 1) * (self._bounds[1] - self._bounds[0]) / 2
         return a
@@ -196,14 +206,18 @@ class PrunedGA:
         predicted = np.where(opt.parents >= 0, per_episode[parent], per_episode.mean()) + 1.0
         costs = np.repeat(predicted, E)
         # One buffer: each unit's return, steps, seconds and player + 1 (each slot written by
-        # one rank only, so the sum is exact), a stop vote, then every rank's busy seconds.
-        buf = np.zeros(4 * U + 1 + n)
+        # one rank only, so the sum is exact), a stop vote, every rank's busy seconds, then
+        # for the signed genome each unit's W activities.
+        W = self.net.n_weights if self.net.hebbian else 0
+        A = 4 * U + 1 + n  # where the activities start
+        buf = np.zeros(A + U * W)
         t0 = time.perf_counter()
         for u in self._units(costs):
             i, e = divmod(int(u), E)
             stream = rng.stream(self.config["seed"], rng.GA_EVALUATION, g, i, e)
             t = time.perf_counter()
-            buf[u], buf[U + u] = self._play(self.net.weights(masks[i]), stream)
+            activity = buf[A + u * W : A + (u + 1) * W] if W else None  # a view: filled in place
+            buf[u], buf[U + u] = self._play(self.net.weights(masks[i]), stream, activity)
             buf[2 * U + u] = time.perf_counter() - t
             buf[3 * U + u] = me + 1
         t1 = time.perf_counter()
@@ -221,8 +235,11 @@ class PrunedGA:
         fitness = returns - self.config["complexity_weight"] * kept
         if not np.all(np.isfinite(fitness)):
             raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
-        opt.tell(fitness)
-        busy = buf[4 * U + 1 :]
+        activity = None
+        if W:  # each individual's mean over its episodes, in the same order on every rank
+            activity = buf[A:].reshape(P, E, W).sum(axis=1) / E
+        opt.tell(fitness, activity)
+        busy = buf[4 * U + 1 : A]
         seconds = time.perf_counter() - t0
         steps = self.last_steps.sum()
         self.steps += int(steps)
@@ -285,7 +302,9 @@ class PrunedGA:
         return row is not None and row["charts/best_return"] >= target_return
 
     def header(self) -> str:
-        return f"layers {self.net.sizes}, {self.net.n_weights} connections"
+        net = self.net
+        genome = f"genome {self.config['genome']} ({net.description})"
+        return f"{genome}, layers {net.sizes}, {net.n_weights} connections"
 
     def units(self) -> tuple[int, str, str]:
         return self.config["population_size"], "individuals", "population_size"
@@ -336,7 +355,9 @@ class PrunedGA:
         return float(returns.mean())
 
     def save(self, path: str | Path) -> Path:
-        """Write the population, best mask, rate and history to ``path`` (root only, atomic)."""
+        """Write the population, best mask (and its activity for the signed genome), rate and
+        history to ``path`` (root only, atomic); the signed weights are re-drawn from the
+        seed on load."""
         arrays = dict(self.optimizer.state(), last_steps=self.last_steps)
         counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)
         return checkpoint.save_agent(path, self, arrays, **counters)

@@ -1,4 +1,4 @@
-"""Numpy networks: Karpathy's two-layer policy and the GA's pruneable network.
+"""Numpy networks: Karpathy's two-layer policy (the GA's networks are in pgmpi/genomes.py).
 
 * :class:`TwoLayerPolicy` is the policy of Karpathy's "Deep Reinforcement Learning: Pong from
   Pixels" (2016): ``h = relu(x @ W1)``, ``logits = h @ W2``, with a sigmoid over two actions
@@ -6,13 +6,15 @@
   live in one flat float32 vector, so averaging gradients over ranks is one buffer.
   Inputs are sparse: Pong's frame difference has about 20-40 non-zero pixels out of 6,400,
   so the first layer only touches the rows of ``W1`` for those pixels.
-* :class:`PrunedNetwork` is the synaptolytic GA's network: every weight is 1 or 0 (pruned),
-  tanh hidden layers, argmax (discrete) or tanh (continuous) outputs.
+* :class:`PrunedNetwork`, the GA's all-ones network, moved to :mod:`pgmpi.genomes` and is
+  still importable from here.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from pgmpi.genomes import PrunedNetwork  # noqa: F401 (its old home: imports keep working)
 
 
 def sparse(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -152,40 +154,3 @@ class TwoLayerPolicy:
         grad = np.zeros_like(self.params)
         grad.reshape(-1, self.n_hidden)[rows] = block
         return grad
-
-
-class PrunedNetwork:
-    """Layer sizes and the forward pass of a network whose weights are all 1 or 0 (pruned).
-
-    A genome is one flat boolean mask over every weight of every layer (no biases), so a
-    population is a (P, n_weights) boolean array. Hidden layers use tanh; the output is the
-    argmax (discrete actions) or the tanh (continuous actions) of the last layer.
-
-    Args:
-        sizes: (n_inputs, hidden..., n_outputs).
-        discrete: argmax output if True, tanh output if False.
-    """
-
-    def __init__(self, sizes: tuple[int, ...], discrete: bool):
-        self.sizes = tuple(int(s) for s in sizes)
-        self.discrete = discrete
-        self.shapes = list(zip(self.sizes[:-1], self.sizes[1:], strict=False))
-        self.n_weights = sum(a * b for a, b in self.shapes)
-
-    def weights(self, mask: np.ndarray) -> list[np.ndarray]:
-        """float32 weight matrices (n_in, n_out) for a flat boolean ``mask``, made once per
-        individual so the per-step forward pass does not re-apply the mask."""
-        out = []
-        start = 0
-        for a, b in self.shapes:
-            out.append(mask[start : start + a * b].reshape(a, b).astype(np.float32))
-            start += a * b
-        return out
-
-    def act(self, weights: list[np.ndarray], obs: np.ndarray):
-        """The action for one observation: an int (discrete) or a float32 vector."""
-        x = np.asarray(obs, dtype=np.float32)
-        for w in weights[:-1]:
-            x = np.tanh(x @ w)
-        y = x @ weights[-1]
-        return int(np.argmax(y)) if self.discrete else np.tanh(y)

@@ -8,7 +8,9 @@
   one-call interface: ``step(params, grad)``.
 * :class:`PruningOptimizer`: synaptolysis (Rive Sunder's synaptolytic-learning project,
   2019) behind ``ask()`` / ``tell(fitness)``, the interface of estool: selection and
-  mutation of boolean connection masks that only ever lose connections.
+  mutation of boolean connection masks that only ever lose connections; told each
+  connection's Hebbian activity (the signed-dag genome, pgmpi/genomes.py), it prunes the
+  less active ones more often (:func:`hebbian_prune_probabilities`).
 """
 
 from __future__ import annotations
@@ -89,6 +91,39 @@ class Adam:
         self.m[:], self.v[:], self.t = arrays["adam_m"], arrays["adam_v"], int(arrays["adam_t"][0])
 
 
+def hebbian_prune_probabilities(
+    masks: np.ndarray, activity: np.ndarray, mutation_rate: float
+) -> np.ndarray:
+    """Each connection's probability of being pruned in a child of each parent.
+
+    For parent j, live connection c weighs ``w_c = 1 / (1 + a_c / mean(a over live))`` and is
+    pruned with probability ``min(1, mutation_rate * w_c / mean(w over live))``: a
+    connection of average activity weighs 1/2, an idle one 1 and a busy one towards 0, and
+    the expected number pruned stays ``mutation_rate`` times the live ones (but for the
+    clip). With no activity at all every live connection is pruned with ``mutation_rate``.
+    Only + - * / feed the result, whose bits then do not depend on the host's maths
+    library: every rank selects alike.
+
+    Args:
+        masks: bool (n, W), the parents' masks.
+        activity: float64 (n, W) >= 0, their connections' activity (dead ones are ignored).
+        mutation_rate: the mean pruning probability of a live connection.
+
+    Returns:
+        float64 (n, W); 0 for dead connections.
+    """
+    out = np.zeros(masks.shape)
+    for j in range(len(masks)):
+        live = masks[j]
+        if not live.any():
+            continue
+        a = activity[j][live]
+        mean = a.mean()
+        w = 1.0 / (1.0 + a / mean) if mean > 0 else np.ones(len(a))
+        out[j, live] = np.minimum(1.0, mutation_rate * w / w.mean())
+    return out
+
+
 class PruningOptimizer:
     """Synaptolysis as a pure-numpy ``ask()`` / ``tell(fitness)`` optimizer over boolean masks.
 
@@ -99,8 +134,10 @@ class PruningOptimizer:
     P - len(elites) children: a copy of elite j (0 = best), picked with probability
     proportional to len(elites) - j, each of whose connections is then pruned with probability
     ``mutation_rate = clip(sqrt(mean((c_elites - mean(c))**2)) / mean(c), *MUTATION_RATE_RANGE)``
-    (c: connection counts of the population just told; c_elites: of its elites). Population g
-    is drawn from ``rng.stream(seed, rng.GA_SELECTION, g)``.
+    (c: connection counts of the population just told; c_elites: of its elites), or, when
+    ``tell`` is given the connections' activity, with the elite's
+    :func:`hebbian_prune_probabilities` (whose mean is that rate). Population g is drawn
+    from ``rng.stream(seed, rng.GA_SELECTION, g)``, the same numbers either way.
 
     Args:
         n_weights: W, connections per genome.
@@ -115,6 +152,7 @@ class PruningOptimizer:
             best ever carried over from an earlier generation, and in generation 0).
         mutation_rate: the rate that made the current children (``prune_rate`` at first).
         best_mask, best_fitness: bool (W,) and float, the best ever (-inf before any tell).
+        best_activity: float64 (W,), the best ever's activity, or None if never told one.
         fitness_history: one float64 (P,) array per generation told.
     """
 
@@ -138,6 +176,7 @@ class PruningOptimizer:
         self.population = stream.random((population_size, n_weights)) >= prune_rate
         self.parents = np.full(population_size, -1, dtype=np.int64)
         self.best_mask, self.best_fitness = np.zeros(n_weights, dtype=bool), -np.inf
+        self.best_activity: np.ndarray | None = None
         self.fitness_history: list[np.ndarray] = []
 
     def ask(self) -> np.ndarray:
@@ -146,21 +185,35 @@ class PruningOptimizer:
         view.flags.writeable = False
         return view
 
-    def tell(self, fitness: np.ndarray) -> None:
-        """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``."""
+    def tell(self, fitness: np.ndarray, activity: np.ndarray | None = None) -> None:
+        """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``.
+
+        ``activity``: None (prune uniformly), or float64 (P, W) >= 0, each individual's
+        Hebbian activity per connection, which makes a child prune its parent's less
+        active connections more often (a best ever without one known prunes uniformly).
+        """
         f = np.asarray(fitness, dtype=np.float64)
-        P = len(self.population)
+        P, W = self.population.shape
         if f.shape != (P,) or not np.all(np.isfinite(f)):
             raise ValueError(f"fitness must be {P} finite values, got {f.shape} {f[:3]}...")
+        a = None if activity is None else np.asarray(activity, dtype=np.float64)
+        if a is not None and (a.shape != (P, W) or not np.all(np.isfinite(a) & (a >= 0))):
+            raise ValueError(f"activity must be ({P}, {W}) finite values >= 0, got {a.shape}")
         self.fitness_history.append(f.copy())
         order = np.lexsort((np.arange(P), -f))[: self.n_elites]
         elites = self.population[order]
         sources = order
+        elite_activity = None if a is None else a[order]
         if f[order[0]] > self.best_fitness:
             self.best_mask, self.best_fitness = self.population[order[0]].copy(), float(f[order[0]])
+            if a is not None:
+                self.best_activity = a[order[0]].copy()
         else:  # the best ever is from an earlier generation: it leads the elites
             elites = np.concatenate([self.best_mask[None], elites])
             sources = np.concatenate([[-1], order])
+            if a is not None:
+                best = np.zeros(W) if self.best_activity is None else self.best_activity
+                elite_activity = np.concatenate([best[None], elite_activity])
         c = self.population.sum(axis=1, dtype=np.float64)
         spread = np.sqrt(np.mean((elites.sum(axis=1) - c.mean()) ** 2))
         rate = spread / c.mean() if c.mean() > 0 else 0.0
@@ -169,7 +222,12 @@ class PruningOptimizer:
         stream = rng.stream(self.seed, rng.GA_SELECTION, self.generation)
         n = len(elites)
         pick = stream.choice(n, size=P - n, p=np.arange(n, 0, -1) / (n * (n + 1) / 2))
-        keep = stream.random((P - n, self.population.shape[1])) >= self.mutation_rate
+        draws = stream.random((P - n, W))
+        if a is None:
+            keep = draws >= self.mutation_rate
+        else:
+            probabilities = hebbian_prune_probabilities(elites, elite_activity, self.mutation_rate)
+            keep = draws >= probabilities[pick]
         self.population = np.concatenate([elites, elites[pick] & keep])
         self.parents = np.concatenate([sources, sources[pick]])
 
@@ -180,7 +238,7 @@ class PruningOptimizer:
     def state(self) -> dict[str, np.ndarray]:
         """Everything ``tell`` depends on, as named arrays (for checkpoints)."""
         history = np.array(self.fitness_history).reshape(-1, len(self.population))
-        return dict(
+        arrays = dict(
             population=self.population,
             parents=self.parents,
             best_mask=self.best_mask,
@@ -188,6 +246,9 @@ class PruningOptimizer:
             mutation_rate=np.float64(self.mutation_rate),
             fitness_history=history,
         )
+        if self.best_activity is not None:  # only when told activity: else as before it
+            arrays["best_activity"] = self.best_activity
+        return arrays
 
     def set_state(self, arrays: dict[str, np.ndarray]) -> None:
         """Restore what ``state`` returned; the generation is the length of the history."""
@@ -197,5 +258,7 @@ class PruningOptimizer:
             float(arrays["best_fitness"]),
         )
         self.mutation_rate = float(arrays["mutation_rate"])
+        has = "best_activity" in arrays
+        self.best_activity = arrays["best_activity"].copy() if has else None
         self.fitness_history = list(arrays["fitness_history"])
         self.generation = len(self.fitness_history)

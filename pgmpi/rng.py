@@ -16,6 +16,7 @@ EPISODE = 1  # a policy-gradient episode: (EPISODE, update, episode)
 GA_SELECTION = 2  # the GA's selection and mutation: (GA_SELECTION, generation)
 GA_EVALUATION = 3  # one GA episode: (GA_EVALUATION, generation, individual, episode)
 EVALUATE = 4  # evaluation episodes after training: (EVALUATE, call, episode)
+GA_VALUES = 5  # the signed GA genome's weight values, drawn once: (INIT, GA_VALUES)
 
 
 def stream(seed: int, *key: int) -> np.random.Generator:

@@ -1,0 +1,143 @@
+"""PrunedGA's genomes: the networks whose connections a boolean mask keeps or prunes.
+
+A genome is one flat boolean mask over every connection of a network (no biases), so a
+population is a (P, n_weights) boolean array and learning only ever removes connections
+(Rive Sunder's synaptolytic-learning project, github.com/riveSunder/synaptolytic-learning,
+2019). The network says what a kept connection weighs:
+
+* :class:`PrunedNetwork` ("ones"): every kept weight is 1, layers feed only the next one,
+  tanh hidden layers, an argmax (discrete) or tanh (continuous) output. With no negative
+  weight and tanh increasing, every continuous output is a non-decreasing function of every
+  input, so such a network cannot, say, push a leg back when it leans forward.
+* :class:`SignedDAG` ("signed-dag"): the benchmark's ``HebbianDAG``: signed weights drawn
+  from a standard normal, every layer fed by every earlier layer (the input included), tanh
+  on every layer, one output unit more than there are actions, and each connection's
+  Hebbian activity recorded while it plays, so that pruning can spare the busy ones
+  (:func:`pgmpi.optimizers.hebbian_prune_probabilities`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pgmpi import rng
+
+GENOMES = ("ones", "signed-dag")  # GAConfig.genome's values, in the order of make()'s classes
+
+
+class PrunedNetwork:
+    """Layer sizes and the forward pass of a network whose weights are all 1 or 0 (pruned).
+
+    Hidden layers use tanh; the output is the argmax (discrete actions) or the tanh
+    (continuous actions) of the last layer.
+
+    Args:
+        sizes: (n_inputs, hidden..., n_outputs).
+        discrete: argmax output if True, tanh output if False.
+    """
+
+    description = "all-ones weights"
+    hebbian = False  # act() records no activity
+
+    def __init__(self, sizes: tuple[int, ...], discrete: bool):
+        self.sizes = tuple(int(s) for s in sizes)
+        self.discrete = discrete
+        self.shapes = list(zip(self.sizes[:-1], self.sizes[1:], strict=False))
+        self.n_weights = sum(a * b for a, b in self.shapes)
+
+    def weights(self, mask: np.ndarray) -> list[np.ndarray]:
+        """float32 weight matrices (n_in, n_out) for a flat boolean ``mask``, made once per
+        individual so the per-step forward pass does not re-apply the mask."""
+        out = []
+        start = 0
+        for a, b in self.shapes:
+            out.append(mask[start : start + a * b].reshape(a, b).astype(np.float32))
+            start += a * b
+        return out
+
+    def act(self, weights: list[np.ndarray], obs: np.ndarray):
+        """The action for one observation: an int (discrete) or a float32 vector."""
+        x = np.asarray(obs, dtype=np.float32)
+        for w in weights[:-1]:
+            x = np.tanh(x @ w)
+        y = x @ weights[-1]
+        return int(np.argmax(y)) if self.discrete else np.tanh(y)
+
+
+class SignedDAG:
+    """A layered DAG with signed weights that are kept or pruned, never changed.
+
+    Layer k's pre-activation is the sum over every earlier layer j (the input is layer 0)
+    of ``x_j @ W[k][j]``, and ``x_k = tanh(pre-activation)``. The output layer has
+    ``n_outputs + 1`` units; the last is not an action, as in the original. A continuous
+    action is the tanh of the first ``n_outputs``; a discrete one the argmax of their
+    pre-activations (in the same order as their tanh, without the ties of a tanh that
+    rounds to 1 in float32).
+
+    Layer k's matrices are stacked into one (units of layers 0..k-1, units of k) matrix, so
+    the pass is one product per layer with the concatenated earlier activations. The
+    signed values are ONE float32 vector drawn once from ``rng.stream(seed, rng.INIT,
+    rng.GA_VALUES)``: every rank draws the same, nothing is sent, and a checkpoint needs
+    only the masks. Individuals thus differ only by their masks, a "supermask" search over
+    one random signed network; the original drew weights for every individual instead.
+
+    Args:
+        sizes: (n_inputs, hidden..., n_outputs), n_outputs the actions.
+        discrete: argmax over the actions if True, their tanh if False.
+        seed: the run's root seed.
+
+    Attributes:
+        values: float32 (n_weights,), read-only: every connection's weight when kept.
+        shapes: each layer's (n_in, n_out): n_in counts every earlier layer's units.
+    """
+
+    description = "DAG, signed N(0,1) weights, Hebbian pruning"
+    hebbian = True  # act() can record each connection's activity
+
+    def __init__(self, sizes: tuple[int, ...], discrete: bool, seed: int):
+        self.sizes = tuple(int(s) for s in sizes)
+        self.discrete = discrete
+        units = [*self.sizes[:-1], self.sizes[-1] + 1]
+        self.shapes = [(sum(units[:k]), units[k]) for k in range(1, len(units))]
+        self.n_weights = sum(a * b for a, b in self.shapes)
+        stream = rng.stream(seed, rng.INIT, rng.GA_VALUES)
+        self.values = stream.standard_normal(self.n_weights, dtype=np.float32)
+        self.values.flags.writeable = False
+
+    def weights(self, mask: np.ndarray) -> list[np.ndarray]:
+        """float32 weight matrices, one (n_in, n_out) per layer, the values where ``mask``
+        (flat bool) keeps a connection and 0 elsewhere; made once per individual."""
+        out = []
+        start = 0
+        for a, b in self.shapes:
+            part = slice(start, start + a * b)
+            out.append(np.where(mask[part], self.values[part], np.float32(0)).reshape(a, b))
+            start += a * b
+        return out
+
+    def act(self, weights: list[np.ndarray], obs: np.ndarray, activity: np.ndarray | None = None):
+        """The action for one observation: an int (discrete) or a float32 vector.
+
+        With ``activity`` (float64 (n_weights,)), add each connection's Hebbian term of this
+        step, ``|pre| * |post|`` (pre: the value of the unit it leaves, post: the tanh of
+        the unit it enters), laid out as the weights. A kept or pruned connection alike:
+        the optimizer reads only the kept ones. float32 products are exact in float64.
+        """
+        x = np.asarray(obs, dtype=np.float32)
+        start = 0
+        for w in weights:
+            pre = x @ w
+            y = np.tanh(pre)
+            if activity is not None:
+                terms = np.multiply.outer(np.abs(x).astype(np.float64), np.abs(y))
+                activity[start : start + w.size] += terms.ravel()
+                start += w.size
+            x = np.concatenate([x, y])
+        return int(np.argmax(pre[:-1])) if self.discrete else y[:-1]
+
+
+def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int):
+    """The network of ``genome`` (one of :data:`GENOMES`) with these layer sizes."""
+    if genome == "signed-dag":
+        return SignedDAG(sizes, discrete, seed)
+    return PrunedNetwork(sizes, discrete)

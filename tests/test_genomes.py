@@ -1,0 +1,196 @@
+"""Tier 1, single process: PrunedGA's genomes (pgmpi/genomes.py) and Hebbian-guided pruning:
+why the all-ones network cannot balance a walker and the signed one can turn an output
+down, the signed values fixed by the seed, pruning that never adds or changes a weight,
+busy connections spared, and the ones genome's bits unchanged."""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from pgmpi import ConfigError, PrunedGA
+from pgmpi.genomes import PrunedNetwork, SignedDAG
+from pgmpi.optimizers import PruningOptimizer, hebbian_prune_probabilities
+
+SIZES = (6, 5, 5, 3)
+TINY = dict(hidden_sizes=[4], population_size=6, episodes_per_individual=2, seed=5, quiet=True)
+# PrunedGA(env, **TINY, max_episode_steps=steps).train(generations=3): a hash of the
+# optimizer's state, computed on commit 79b8b0c, before the signed genome existed.
+BEFORE = {("CartPole-v1", 500): "5c1f0aac78f2c031", ("BipedalWalker-v3", 60): "aa0335a871a4f3cb"}
+
+
+def _digest(state: dict) -> str:
+    return hashlib.sha256(b"".join(state[k].tobytes() for k in sorted(state))).hexdigest()[:16]
+
+
+def _decreases(net, trials: int = 300) -> int:
+    """Trials in which raising one input lowered some continuous output."""
+    g = np.random.default_rng(0)
+    count = 0
+    for _ in range(trials):
+        weights = net.weights(g.random(net.n_weights) < 0.7)
+        x = g.uniform(-2, 2, net.sizes[0]).astype(np.float32)
+        up = x.copy()
+        up[g.integers(net.sizes[0])] += np.float32(g.uniform(0.01, 2))
+        count += bool(np.any(net.act(weights, up) < net.act(weights, x)))
+    return count
+
+
+# ---------------------------------------------------------------- what each genome can do
+def test_all_ones_outputs_never_decrease_when_an_input_increases():
+    assert _decreases(PrunedNetwork(SIZES, discrete=False)) == 0
+
+
+def test_signed_dag_outputs_can_decrease_when_an_input_increases():
+    assert _decreases(SignedDAG(SIZES, discrete=False, seed=0)) > 0
+
+
+def test_signed_dag_is_a_dag_with_one_spare_output():
+    net = SignedDAG(SIZES, discrete=False, seed=0)
+    assert net.shapes == [(6, 5), (11, 5), (16, 4)]
+    assert net.n_weights == 6 * 5 + 11 * 5 + 16 * 4
+    weights = net.weights(np.ones(net.n_weights, dtype=bool))
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    h1 = np.tanh(x @ weights[0])
+    h2 = np.tanh(np.concatenate([x, h1]) @ weights[1])
+    out = np.tanh(np.concatenate([x, h1, h2]) @ weights[2])
+    assert np.array_equal(net.act(weights, x), out[:3])
+    discrete = SignedDAG(SIZES, discrete=True, seed=0)
+    assert discrete.act(weights, x) == int(
+        np.argmax((np.concatenate([x, h1, h2]) @ weights[2])[:3])
+    )
+
+
+# ---------------------------------------------------------------- the signed values
+def test_signed_values_come_from_the_seed_and_cannot_be_changed():
+    a, b, c = (SignedDAG(SIZES, False, seed) for seed in (3, 3, 4))
+    assert a.values.dtype == np.float32 and a.values.shape == (a.n_weights,)
+    assert np.array_equal(a.values, b.values) and not np.array_equal(a.values, c.values)
+    assert (a.values < 0).any() and (a.values > 0).any()
+    with pytest.raises(ValueError):
+        a.values[0] = 1.0
+
+
+def test_weights_are_the_values_where_the_mask_keeps_them():
+    net = SignedDAG(SIZES, False, seed=1)
+    mask = np.random.default_rng(1).random(net.n_weights) < 0.5
+    flat = np.concatenate([w.ravel() for w in net.weights(mask)])
+    assert flat.dtype == np.float32
+    assert np.array_equal(flat, np.where(mask, net.values, 0))
+
+
+def test_signed_values_are_the_same_after_save_and_load(tmp_path):
+    ga = PrunedGA(env="CartPole-v1", genome="signed-dag", **TINY).train(generations=2)
+    ga.save(tmp_path / "ga.npz")
+    with np.load(tmp_path / "ga.npz", allow_pickle=False) as data:
+        assert "values" not in data and data["best_activity"].shape == (ga.net.n_weights,)
+    back = PrunedGA.load(tmp_path / "ga.npz", quiet=True)
+    assert isinstance(back.net, SignedDAG)
+    assert np.array_equal(back.net.values, ga.net.values)
+    assert np.array_equal(back.optimizer.best_activity, ga.optimizer.best_activity)
+
+
+def test_pruning_never_adds_or_changes_a_weight():
+    ga = PrunedGA(env="CartPole-v1", genome="signed-dag", **TINY)
+    values = ga.net.values.copy()
+    seen = []
+    opt = ga.optimizer
+    ga.train(
+        generations=4,
+        callback=lambda row: seen.append((opt.population.copy(), opt.parents, opt.best_mask)),
+    )
+    before = PruningOptimizer(ga.net.n_weights, population_size=6, seed=5).population
+    for population, parents, best in seen:
+        for child, parent in zip(population, parents, strict=True):
+            source = before[parent] if parent >= 0 else best  # -1: the best ever
+            assert not np.any(child & ~source)  # a subset of its parent's connections
+        before = population
+    assert np.array_equal(ga.net.values, values)
+
+
+# ---------------------------------------------------------------- Hebbian-guided pruning
+def test_idle_connections_are_pruned_more_often():
+    W = 2000
+    busy = np.arange(W) % 2 == 0  # even connections busy, odd ones idle
+    activity = np.where(busy, 10.0, 0.0)
+    probabilities = hebbian_prune_probabilities(np.ones((1, W), bool), activity[None], 0.1)
+    # w = 1 / (1 + a / mean(a)): 1/3 when busy, 1 when idle; their mean 2/3
+    assert np.allclose(probabilities[0, busy], 0.05) and np.allclose(probabilities[0, ~busy], 0.15)
+    assert probabilities.mean() == pytest.approx(0.1)
+    dead = np.ones((1, W), bool)
+    dead[0, :10] = False
+    assert np.all(hebbian_prune_probabilities(dead, activity[None], 0.1)[0, :10] == 0)
+    # many draws through the optimizer: one elite, 199 children of it
+    opt = PruningOptimizer(W, population_size=200, elite_fraction=0.005, prune_rate=0.2, seed=0)
+    parent = opt.population[0].copy()
+    fitness = np.zeros(200)
+    fitness[0] = 1.0
+    opt.tell(fitness, np.tile(activity, (200, 1)))
+    pruned = parent & ~opt.population[1:]
+    assert pruned[:, busy].sum() * 2 < pruned[:, ~busy].sum()
+
+
+def test_uniform_activity_prunes_as_no_activity_does():
+    def run(activity):
+        opt = PruningOptimizer(50, population_size=10, seed=2)
+        for g in range(4):
+            fitness = np.random.default_rng(g).random(10)
+            opt.tell(fitness, None if activity is None else np.full((10, 50), activity))
+        return opt.population
+
+    assert np.array_equal(run(None), run(3.0)) and np.array_equal(run(None), run(0.0))
+
+
+def test_activity_must_be_one_finite_value_per_connection():
+    opt = PruningOptimizer(5, population_size=4, seed=0)
+    for bad in (np.zeros((4, 4)), np.full((4, 5), -1.0), np.full((4, 5), np.nan)):
+        with pytest.raises(ValueError, match="activity must be"):
+            opt.tell(np.arange(4.0), bad)
+
+
+def test_the_signed_genome_records_each_units_mean_activity():
+    net = SignedDAG((4, 3, 2), False, seed=0)
+    weights = net.weights(np.ones(net.n_weights, bool))
+    x = np.array([1.0, -2.0, 0.5, 0.0], np.float32)
+    activity = np.zeros(net.n_weights)
+    net.act(weights, x, activity)
+    h = np.tanh(x @ weights[0])
+    y = np.tanh(np.concatenate([x, h]) @ weights[1])
+    first = np.outer(np.abs(x), np.abs(h)).ravel()
+    second = np.outer(np.abs(np.concatenate([x, h])), np.abs(y)).ravel()
+    assert np.allclose(activity, np.concatenate([first, second]))
+    assert np.all(activity[:12].reshape(4, 3)[3] == 0)  # a zero input is never active
+
+
+# ---------------------------------------------------------------- PrunedGA with each genome
+def test_the_ones_genome_gives_the_bits_it_gave_before_the_signed_one():
+    for (env, steps), digest in BEFORE.items():
+        ga = PrunedGA(env=env, max_episode_steps=steps, **TINY).train(generations=3)
+        assert "best_activity" not in ga.optimizer.state()
+        assert _digest(ga.optimizer.state()) == digest, env
+
+
+def test_the_header_names_the_genome():
+    ones = PrunedGA(env="CartPole-v1", **TINY)
+    signed = PrunedGA(env="CartPole-v1", genome="signed-dag", **TINY)
+    assert ones.header().startswith("genome ones (all-ones weights), layers (4, 4, 2)")
+    assert signed.header().startswith("genome signed-dag (DAG, signed N(0,1) weights, Hebbian")
+    assert signed.net.n_weights == 4 * 4 + 8 * 3
+
+
+def test_an_unknown_genome_is_a_config_error():
+    with pytest.raises(ConfigError, match="genome must be 'ones' or 'signed-dag', got 'twos'"):
+        PrunedGA(env="CartPole-v1", genome="twos", **TINY)
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "BipedalWalker-v3"])
+def test_the_signed_genome_resumes_exactly(tmp_path, env):
+    settings = dict(env=env, genome="signed-dag", max_episode_steps=60, **TINY)
+    whole = PrunedGA(**settings).train(generations=3)
+    ck = tmp_path / "ga.npz"
+    PrunedGA(**settings).train(generations=2, checkpoint_path=ck)
+    resumed = PrunedGA.load(ck, quiet=True).train(generations=3)
+    a, b = whole.optimizer.state(), resumed.optimizer.state()
+    assert sorted(a) == sorted(b) and "best_activity" in a
+    for key in a:
+        assert np.array_equal(a[key], b[key]), key
