@@ -91,6 +91,8 @@ class Game:
             )
         n_actions = int(act.n) if self.discrete else act.shape[0]
         self.n_inputs, self.n_actions = self._sizes(self.env.observation_space, n_actions)
+        unit = self.discrete or (np.all(act.low == -1) and np.all(act.high == 1))
+        self.bounds = None if unit else (act.low, act.high)  # a box to stretch tanh onto
         self.x, self.obs, self.score, self.length, self.live = None, None, 0.0, 0, False
 
     def _make(self, env: str | Callable):
@@ -150,6 +152,14 @@ class Game:
             what = f"shape {x.shape}" if x.shape != shape else "NaN or inf"
             raise ValueError(f"act() needs an observation of shape {shape}, finite; got {what}")
         return x
+
+    def stretched(self, a):
+        """A tanh output, in (-1, 1), stretched onto the env's action box (unchanged if the
+        box is [-1, 1] or the actions are discrete)."""
+        if self.bounds is None:
+            return a
+        low, high = self.bounds
+        return low + (a + 1) * (high - low) / 2
 
     def env_action(self, a: int) -> int:
         """The env's action number for the policy's action index ``a``."""

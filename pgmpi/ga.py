@@ -90,12 +90,14 @@ class PrunedGA:
         run = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)  # as run_problem
         cfg, problem = resolve(GAConfig, config, settings, run)
         problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
-        name = env if isinstance(env, str) else "custom"
+        probe = None
         if problem is None:
             try:
-                name, sizes = self._spaces(env)
+                probe = Game(env)  # its sizes and action box; closed at once
+                probe.close()
             except Exception as e:  # any failure to make the env is the user's input
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
+        name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
         # trace is agreed too: with it on, every rank joins one more gather per generation
         settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
@@ -107,9 +109,9 @@ class PrunedGA:
         self.tensorboard = tensorboard
         self.overwrite = overwrite
         self.blas = threads.cap_blas_threads(blas_threads)
-        layers = (sizes[0], *cfg.hidden_sizes, sizes[1])
-        self.net = genomes.make(cfg.genome, layers, sizes[2], cfg.seed)
-        self._bounds = sizes[3]
+        self.probe = probe
+        layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
+        self.net = genomes.make(cfg.genome, layers, probe.discrete, cfg.seed)
         self.optimizer = PruningOptimizer(
             self.net.n_weights,
             population_size=cfg.population_size,
@@ -126,18 +128,6 @@ class PrunedGA:
         self.unit_seconds = np.zeros(units)
         self.unit_ranks = np.zeros(units, dtype=np.int64)
         self._counter = mpi.shared_counter()  # collective the first time in a process
-
-    @staticmethod
-    def _spaces(env):
-        """(env id, (n_inputs, n_outputs, discrete, None or the (low, high) to stretch onto))."""
-        game = Game(env)
-        game.close()
-        act = game.action_space
-        if game.discrete:
-            return game.env_id, (game.n_inputs, game.n_actions, True, None)
-        unit = np.all(act.low == -1) and np.all(act.high == 1)
-        bounds = None if unit else (act.low, act.high)
-        return game.env_id, (game.n_inputs, game.n_actions, False, bounds)
 
     @property
     def generation(self) -> int:
@@ -170,9 +160,7 @@ class PrunedGA:
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray, activity=None):
         a = self.net.act(weights, obs) if activity is None else self.net.act(weights, obs, activity)
-        if self._bounds is not None:  # tanh's (-1, 1) stretched onto the env's bounds
-            a = self._bounds[0] + (a + 1) * (self._bounds[1] - self._bounds[0]) / 2
-        return a
+        return self.probe.stretched(a)
 
     def act(self, observation: np.ndarray, mask: np.ndarray | None = None):
         """The action network ``mask`` takes for one raw env observation, as in training: an
