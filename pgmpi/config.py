@@ -132,7 +132,7 @@ class PGConfig(Settings):
     optimizer: str = setting("adam", "'adam' or 'rmsprop' (the post's), both ascending", "str",
                              lambda v: v in ("adam", "rmsprop"), "'adam' or 'rmsprop'",
                              choices=["adam", "rmsprop"])
-    learning_rate: float = setting(2e-3, "step size; with batch_gradient 'mean' it is for 16 "
+    learning_rate: float = setting(4e-3, "step size; with batch_gradient 'mean' it is for 16 "
                                    "slots, scaled by sqrt(slots / 16) for more",
                                    "positive_float", lambda v: is_real(v) and v > 0, "> 0")
     lr_decay_steps: int | None = setting(None, "inverse-time decay: the step size is "
@@ -158,8 +158,18 @@ class PGConfig(Settings):
                                        lambda v: v is None or is_bool(v), "None, True or False")
     batch_gradient: str = setting("mean", "'mean' over slots, or 'sum' (the post's)", None,
                                   lambda v: v in ("mean", "sum"), "'mean' or 'sum'")
-    sticky_actions: bool = setting(False, "train Pong with ALE v5's sticky actions (repeat "
-                                   "probability 0.25)", bool, is_bool, "True or False")
+    sticky_actions: bool = setting(True, "Pong with ALE v5's sticky actions (repeat probability "
+                                   "0.25, the standard since Machado et al. 2018); "
+                                   "--deterministic turns them off", bool, is_bool,
+                                   "True or False")
+    frame_skip: int | list = setting(4, "Pong's emulator frames per agent step: 4 (ALE v5's), "
+                                     "or [2, 4], drawn uniformly from 2, 3, 4 at every step "
+                                     "from the game's own stream (gym's Pong-v0, the post's "
+                                     "game)", None, lambda v: _int_at_least(1)(v) or (
+                                         isinstance(v, (list, tuple)) and len(v) == 2
+                                         and all(_int_at_least(1)(x) for x in v)
+                                         and v[0] <= v[1]),
+                                     "an int >= 1, or [low, high] with 1 <= low <= high")
     max_episode_steps: int = setting(MAX_EPISODE_STEPS, "a game that reaches this many agent "
                                      "steps ends, truncated", None, _int_at_least(1),
                                      "an int >= 1")
@@ -174,9 +184,12 @@ class PGConfig(Settings):
 PRESETS = {
     # The defaults: Adam on the mean over slots of time-boxed pieces of play.
     "fast": PGConfig(),
-    # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4.
+    # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4, in the
+    # post's game: Pong-v0 as gym registered it, a frame skip drawn from {2, 3, 4} at every
+    # step and sticky actions (0.25).
     "karpathy": replace(PGConfig(), optimizer="rmsprop", learning_rate=1e-4, slots=10,
-                        steps_per_slot=1, whole_games=True, batch_gradient="sum"),
+                        steps_per_slot=1, whole_games=True, batch_gradient="sum",
+                        sticky_actions=True, frame_skip=[2, 4]),
 }  # fmt: skip
 
 
@@ -268,7 +281,7 @@ def run_problem(
 EVALUATE_RULES = {
     "episodes": (_int_at_least(1), "an int >= 1"),
     "greedy": (is_bool, "True or False"),
-    "sticky": (is_bool, "True or False"),
+    "sticky": (lambda v: v is None or is_bool(v), "None, True or False"),
 }
 
 

@@ -309,9 +309,10 @@ class PrunedGA:
             f"(wait {r['perf/wait_s']:5.2f} s)"
         )
 
-    def evaluate(self, episodes: int = 10, mask: np.ndarray | None = None) -> float:
+    def evaluate(self, episodes: int = 10, mask: np.ndarray | None = None) -> rollout.Evaluation:
         """Mean return of ``mask`` (default: the best ever, or before any generation the first
-        individual) over ``episodes`` new episodes shared out over ranks.
+        individual) over ``episodes`` new episodes shared out over ranks, as an
+        :class:`~pgmpi.rollout.Evaluation`: a float with its 95% confidence interval.
 
         Raises:
             ConfigError: on every rank, if ``episodes`` is not an int >= 1 or ``mask`` is not
@@ -330,6 +331,7 @@ class PrunedGA:
         )
         mpi.agree(dict(episodes=episodes), problem)
         self.evaluations += 1
+        label = "best network" if mask is None else "given mask"
         if mask is None:
             told = self.optimizer.best_fitness > -np.inf
             mask = self.optimizer.best_mask if told else self.optimizer.population[0]
@@ -340,7 +342,7 @@ class PrunedGA:
             self.evaluations,
             lambda streams: [self._play(weights, stream)[0] for stream in streams],
         )
-        return float(returns.mean())
+        return rollout.Evaluation(returns, label)
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask (and its activity for the signed genome), rate and

@@ -274,6 +274,13 @@ class ParallelPG:
         )
         if self.probe.is_pong:  # which protocol the logged scores are under
             text += " | sticky actions (0.25)" if c["sticky_actions"] else " | deterministic"
+            skip = c["frame_skip"]
+            if skip != 4:
+                text += (
+                    f", frame skip {skip[0]}-{skip[1]}"
+                    if isinstance(skip, list)
+                    else f", frame skip {skip}"
+                )
         return text
 
     def units(self) -> tuple[int, str, str]:
@@ -292,13 +299,18 @@ class ParallelPG:
             f" | allreduce {1e3 * row['perf/allreduce_s']:5.1f} ms"
         )
 
-    def evaluate(self, episodes: int = 10, greedy: bool = False, sticky: bool = False) -> float:
-        """Mean return over ``episodes`` whole games shared out over ranks (no learning),
-        kept in game order in ``evaluation_returns``; no game goes past ``max_episode_steps``.
+    def evaluate(
+        self, episodes: int = 10, greedy: bool = False, sticky: bool | None = None
+    ) -> rollout.Evaluation:
+        """Mean return over ``episodes`` whole games shared out over ranks (no learning), as an
+        :class:`~pgmpi.rollout.Evaluation`: a float with its 95% confidence interval
+        (``ci95``) and every game's return (also kept in ``evaluation_returns``); no game goes
+        past ``max_episode_steps``. The same numbers on any rank count.
 
         Args:
             greedy: take the most likely action instead of sampling from the policy.
-            sticky: Pong with ALE v5's sticky actions (repeat_action_probability 0.25).
+            sticky: Pong with ALE v5's sticky actions (repeat_action_probability 0.25), or
+                without (False); None: as trained (``sticky_actions``, and the frame skip).
 
         Raises:
             ConfigError: on every rank, if ``episodes`` is not an int >= 1 or a flag not a bool.
@@ -309,12 +321,20 @@ class ParallelPG:
         mpi.agree(given, rules_problem(given, EVALUATE_RULES))
         self.evaluations += 1
         c = self.config
-        new_game = partial(rollout.make_game, self._make_env, sticky, c["max_episode_steps"])
+        as_trained = sticky is None
+        sticky = c["sticky_actions"] if as_trained else sticky
+        skip = c["frame_skip"] if as_trained else 4
+        cap = c["max_episode_steps"]
+        new_game = partial(rollout.make_game, self._make_env, sticky, cap, skip)
         play = partial(rollout.whole_games, self.net, new_game, greedy=greedy)
         self.evaluation_returns = rollout.evaluation_returns(
             episodes, c["seed"], self.evaluations, play
         )
-        return float(self.evaluation_returns.mean())
+        protocol = ("sticky" if sticky else "deterministic") if self.probe.is_pong else "env"
+        if self.probe.is_pong and skip != 4:
+            protocol += ", frame skip 2-4" if skip == [2, 4] else f", frame skip {skip}"
+        policy = "greedy" if greedy else "sampled"
+        return rollout.Evaluation(self.evaluation_returns, f"{protocol}, {policy}")
 
     def act(self, observation: np.ndarray, new_episode: bool = False) -> int:
         """The greedy action for a raw env observation (for Pong: a frame; the previous

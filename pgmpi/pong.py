@@ -67,18 +67,25 @@ class PongGame(Game):
             seeded at the first ``new_game`` and runs on from game to game; snapshots carry
             it and the action applied last.
         max_steps: as for :class:`~pgmpi.envs.Game`.
+        frame_skip: emulator frames per agent step: an int (4, ALE v5's), or ``[low, high]``:
+            drawn uniformly from low..high at every step, before that step's sticky draws and
+            from the same stream (``[2, 4]``: gym's Pong-v0, the post's game).
     """
 
     is_pong = True
 
-    def __init__(self, sticky: bool = False, max_steps: int | None = None):
+    def __init__(self, sticky: bool = False, max_steps: int | None = None, frame_skip=4):
         super().__init__(PONG_ID, max_steps)  # without ALE's sticky actions: see _advance()
         self.sticky = bool(sticky)
-        self._sticky_rng: np.random.Generator | None = None  # made at the first new_game
+        drawn = isinstance(frame_skip, (list, tuple))
+        self._skips = (int(frame_skip[0]), int(frame_skip[1]) + 1) if drawn else None
+        self._frameskip = None if drawn else int(frame_skip)
+        # The game's own stream for sticky actions and drawn frame skips: made at the first
+        # new_game, then runs on from game to game.
+        self._sticky_rng: np.random.Generator | None = None
         self._seeded = False
         atari = self.env.unwrapped
         self._ale = atari.ale
-        self._frameskip = atari._frameskip
         self._ale_actions = [atari._action_set[a] for a in (PONG_UP, PONG_DOWN)]
         self._screen = np.empty((210, 160), dtype=np.uint8)  # palette indices
         # The last frame seen, as palette indices (255: none, never a palette index) and as
@@ -100,7 +107,7 @@ class PongGame(Game):
         else:
             self.env.reset(seed=seed)
             self._seeded = True
-            if self.sticky:
+            if self.sticky or self._skips is not None:
                 self._sticky_rng = np.random.Generator(np.random.PCG64(seed))
             self._seen[...] = 255  # every pixel counts as changed, so that
             self._pong_input()  # the last frame becomes this one
@@ -117,7 +124,11 @@ class PongGame(Game):
         ale = self._ale
         act = self._ale_actions[action]
         reward = 0.0
-        for _ in range(self._frameskip):
+        frames = self._frameskip
+        if self._skips is not None:  # Pong-v0's: 2, 3 or 4 frames, uniformly
+            frames = int(self._sticky_rng.integers(*self._skips))
+        self.frames = frames
+        for _ in range(frames):
             if self.sticky:  # with probability 0.25, the frame before's action again
                 if self._sticky_rng.random() >= STICKY:
                     self._applied = act

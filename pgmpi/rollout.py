@@ -24,10 +24,15 @@ from pgmpi.networks import TwoLayerPolicy
 from pgmpi.pong import PongGame
 
 
-def make_game(env: str | Callable, sticky: bool = False, max_steps: int | None = None) -> Game:
-    """A :class:`~pgmpi.pong.PongGame` for Pong's id (``sticky``: with sticky actions),
-    else a :class:`~pgmpi.envs.Game` of ``env``."""
-    return PongGame(sticky, max_steps) if env == PONG_ID else Game(env, max_steps)
+def make_game(
+    env: str | Callable, sticky: bool = False, max_steps: int | None = None, frame_skip=4
+) -> Game:
+    """A :class:`~pgmpi.pong.PongGame` for Pong's id (``sticky``: with sticky actions;
+    ``frame_skip``: 4, or [low, high] drawn at every step), else a
+    :class:`~pgmpi.envs.Game` of ``env``."""
+    if env == PONG_ID:
+        return PongGame(sticky, max_steps, frame_skip)
+    return Game(env, max_steps)
 
 
 def make_games(env: str | Callable, slots: list[int], cfg) -> tuple[dict, Game | None, object]:
@@ -43,7 +48,8 @@ def make_games(env: str | Callable, slots: list[int], cfg) -> tuple[dict, Game |
     """
     try:
         games = {
-            k: make_game(env, cfg.sticky_actions, cfg.max_episode_steps) for k in slots or [-1]
+            k: make_game(env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip)
+            for k in slots or [-1]
         }
     except Exception as e:  # any failure to make the env is the user's input
         return {}, None, cfg, f"cannot make env {env!r}: {type(e).__name__}: {e}"
@@ -175,6 +181,35 @@ def episode(
     stopped it)."""
     piece = run([game], [stream], lambda g, s: ([act(g[0])], None), 1, True, frames)[0]
     return piece.rewards, bool(piece.finished)
+
+
+class Evaluation(float):
+    """An evaluation's mean return, usable as a float, with what the papers report beside it.
+
+    Attributes:
+        ci95: (low, high), the mean's 95% confidence interval: mean +- 1.96 standard errors
+            (sample standard deviation, ddof 1, over the square root of the episodes; NaN
+            for one episode).
+        returns: float64 (episodes,), every episode's return, in episode order.
+        protocol: how the episodes were played, e.g. "sticky, sampled".
+    """
+
+    def __new__(cls, returns: np.ndarray, protocol: str):
+        r = np.asarray(returns, dtype=np.float64)
+        self = super().__new__(cls, float(r.mean()))
+        n = len(r)
+        half = 1.96 * float(r.std(ddof=1)) / float(np.sqrt(n)) if n > 1 else float("nan")
+        self.ci95 = (float(self) - half, float(self) + half)
+        self.returns = r
+        self.protocol = protocol
+        return self
+
+    def __str__(self) -> str:
+        half = (self.ci95[1] - self.ci95[0]) / 2
+        n = len(self.returns)
+        return f"{float(self):+.2f} \u00b1 {half:.2f} (95% CI, {n} episodes, {self.protocol})"
+
+    __repr__ = __str__
 
 
 def evaluation_returns(

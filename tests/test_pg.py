@@ -142,12 +142,31 @@ def test_evaluation_plays_the_env_a_factory_makes():
 
 
 def test_sticky_evaluation_differs_from_deterministic_pong():
-    agent = _pong()
+    agent = _pong(sticky_actions=False)
     plain = [agent.evaluate(episodes=2, greedy=True) for _ in range(2)]
     sticky = agent.evaluate(episodes=2, greedy=True, sticky=True)
     assert plain[0] == plain[1] == -21.0  # greedy and deterministic: the same game twice
     lengths = agent.evaluation_returns
     assert sticky <= -19 and lengths.shape == (2,)
+    assert "deterministic" in plain[0].protocol and "sticky" in sticky.protocol
+
+
+def test_evaluate_defaults_to_the_protocol_trained_on():
+    sticky, plain = _pong(), _pong(sticky_actions=False)
+    assert sticky.config["sticky_actions"]  # the default
+    assert sticky.evaluate(episodes=1).protocol == "sticky, sampled"
+    assert plain.evaluate(episodes=1, greedy=True).protocol == "deterministic, greedy"
+    assert sticky.evaluate(episodes=1, sticky=False).protocol == "deterministic, sampled"
+
+
+def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
+    agent = _cartpole().train(episodes=4)
+    e = agent.evaluate(episodes=5)
+    r = agent.evaluation_returns
+    assert isinstance(e, float) and float(e) == r.mean() and np.array_equal(e.returns, r)
+    half = 1.96 * r.std(ddof=1) / np.sqrt(5)
+    assert e.ci95 == (r.mean() - half, r.mean() + half) and half > 0
+    assert str(e).startswith(f"{r.mean():+.2f} \u00b1 {half:.2f} (95% CI, 5 episodes")
 
 
 @pytest.mark.parametrize(
@@ -217,6 +236,9 @@ def test_the_run_header_says_which_pong_protocol_is_in_force():
     for sticky, words in ((True, "| sticky actions (0.25)"), (False, "| deterministic")):
         agent = ParallelPG(hidden_size=4, slots=1, sticky_actions=sticky, quiet=True)
         assert agent.header().endswith(words)
+    assert ParallelPG(hidden_size=4, slots=1, quiet=True).header().endswith("(0.25)")
+    v0 = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True)
+    assert v0.header().endswith("| sticky actions (0.25), frame skip 2-4")
     assert "sticky" not in ParallelPG(env="CartPole-v1", hidden_size=4, slots=1).header()
 
 

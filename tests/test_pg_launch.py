@@ -1,6 +1,7 @@
 """Tier 3: the examples and the guarantees, launched with mpirun in a subprocess."""
 
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -78,6 +79,34 @@ def test_same_pong_parameters_on_one_two_and_three_ranks(tmp_path):
     assert len(set(hashes.values())) == 1, hashes
     logs = [_learning_columns(tmp_path / str(n) / "progress.csv") for n in (1, 2, 3)]
     assert len(logs[0]) == 4 and all(log == logs[0] for log in logs)
+
+
+def test_pong_v0_dynamics_same_parameters_and_evaluation_on_one_two_and_three_ranks(tmp_path):
+    """Drawn frame skips (2-4, gym's Pong-v0) and sticky actions come from each game's own
+    stream: the rank count changes neither training nor the evaluation's mean and interval."""
+    v0 = [*PONG, "--frame-skip", "2-4", "--updates", "3", "--evaluate", "3"]
+    runs = {n: run_mpi(n, [SCRIPT, *v0, "--log-dir", str(tmp_path / str(n))], timeout=400)
+            for n in (1, 2, 3)}  # fmt: skip
+    hashes = {n: _hash(proc) for n, proc in runs.items()}
+    assert len(set(hashes.values())) == 1, hashes
+    evals = {
+        n: [ln for ln in p.stdout.splitlines() if ln.startswith("EVAL")] for n, p in runs.items()
+    }
+    assert len(evals[1]) == 1 and "95% CI, 3 episodes, sticky, frame skip 2-4" in evals[1][0]
+    assert evals[1] == evals[2] == evals[3], evals
+    plain = run_mpi(1, [SCRIPT, *PONG, "--updates", "3", "--log-dir", str(tmp_path / "4")])
+    assert _hash(plain) != hashes[1]  # the drawn skips changed the games
+
+
+def test_pong_v0_dynamics_resume_exactly_mid_game_on_another_rank_count(tmp_path):
+    v0 = [*PONG, "--frame-skip", "2-4"]
+    whole = _hash(run_mpi(1, [SCRIPT, *v0, "--updates", "4", "--log-dir", str(tmp_path / "a")]))
+    first = run_mpi(2, [SCRIPT, *v0, "--updates", "2", "--log-dir", str(tmp_path / "b")])
+    assert first.returncode == 0, first.stderr[-3000:]
+    saved = ParallelPG.load(tmp_path / "b" / "checkpoint.npz", quiet=True)
+    assert any(g.live for g in saved.games.values())
+    rest = run_mpi(3, [SCRIPT, *v0, "--updates", "4", "--log-dir", str(tmp_path / "b"), "--resume"])
+    assert _hash(rest) == whole
 
 
 def test_pong_resume_is_exact_with_games_in_progress_and_a_new_rank_count(tmp_path):
@@ -221,3 +250,14 @@ def test_ctrl_c_ends_every_rank_with_one_message(tmp_path):
         _, err = job.communicate(timeout=60)
     assert job.returncode != 0
     assert err.count("pgmpi: interrupted") == 1 and "Traceback" not in err, err
+
+
+def test_pong_example_is_sticky_unless_deterministic(tmp_path):
+    tiny = ["--updates", "1", "--hidden-size", "4", "--slots", "1", "--steps-per-slot", "8"]
+    for flags, words in (([], "| sticky actions (0.25)"), (["--deterministic"], "| deterministic")):
+        log_dir = tmp_path / (flags[0][2:] if flags else "default")
+        proc = run_mpi(1, ["examples/pong.py", *tiny, *flags, "--log-dir", str(log_dir)])
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert words in proc.stdout, proc.stdout[-2000:]
+        saved = json.loads((log_dir / "config.json").read_text())
+        assert saved["sticky_actions"] is (not flags)

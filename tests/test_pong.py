@@ -82,6 +82,29 @@ def test_sticky_actions_repeat_the_frame_befores_action_a_quarter_of_the_time():
     assert abs(late - sum(0.25**f for f in range(1, 5)) / 4) < 0.015, late
 
 
+def test_pong_v0_frame_skips_are_uniform_over_2_3_4_from_the_games_stream():
+    """gym's Pong-v0: 2, 3 or 4 emulator frames per agent step, each a third of the time
+    (3,000 steps: a share's standard error is 0.0086, the bound 0.05 is 5.8 of them)."""
+    game = PongGame(sticky=True, frame_skip=[2, 4])
+    game.new_game(seed=4)
+    skips = []
+    for t in range(3000):
+        before = game._ale.getEpisodeFrameNumber()
+        game.step(t % 2)
+        if game.live:  # the emulator's own frame count agrees with the draw
+            assert game._ale.getEpisodeFrameNumber() - before == game.frames
+        skips.append(game.frames)
+        if not game.live:
+            game.new_game(seed=4)
+    shares = np.bincount(skips, minlength=5)[2:] / len(skips)
+    assert set(skips) == {2, 3, 4} and np.all(abs(shares - 1 / 3) < 0.05), shares
+    again = PongGame(sticky=True, frame_skip=[2, 4])
+    again.new_game(seed=4)
+    for t in range(200):  # the same seed draws the same skips
+        again.step(t % 2)
+        assert again.frames == skips[t]
+
+
 def test_sticky_game_continues_exactly_after_snapshot_and_restore():
     """Moved to a new Game every 100 steps and at every game's end, a sticky game plays on
     exactly as one never moved (its stream and the action applied last go with it)."""

@@ -8,7 +8,8 @@ plays --slots persistent Pong games of 40 steps per update.
 Prints ``HASH <sha256>`` (parameters and optimizer state) on the root. With --checkpoint-every
 it saves DIR/checkpoint.npz; with --resume it starts from that file. --pid-file writes each
 rank's pid to DIR/pid.<rank> (for the SIGKILL test); --raise-on-rank R raises on rank R only
-after the first update; --max-episode-steps caps each game.
+after the first update; --max-episode-steps caps each game; --frame-skip 2-4 plays Pong with
+Pong-v0's drawn frame skips; --evaluate N then prints ``EVAL <evaluation>`` of N games.
 """
 
 import argparse
@@ -29,6 +30,8 @@ p.add_argument("--pid-file", action="store_true")
 p.add_argument("--raise-on-rank", type=int, default=-1)
 p.add_argument("--slots", type=int, default=10)
 p.add_argument("--max-episode-steps", type=int, default=27_000)
+p.add_argument("--frame-skip", default="4")
+p.add_argument("--evaluate", type=int, default=0)
 args = p.parse_args()
 
 ck = args.log_dir / "checkpoint.npz"
@@ -47,6 +50,7 @@ else:
         steps_per_slot=40 if pong else 1,
         whole_games=not pong,
         max_episode_steps=args.max_episode_steps,
+        frame_skip=[int(x) for x in args.frame_skip.split("-")] if "-" in args.frame_skip else 4,
         seed=5,
         exact_reduction=bool(args.exact),
         log_dir=args.log_dir,
@@ -67,5 +71,8 @@ agent.train(
     callback=maybe_raise,
 )
 state = agent.net.params.tobytes() + agent.optimizer.m.tobytes()
+evaluation = agent.evaluate(args.evaluate) if args.evaluate else None
 if mpi.is_root():
     print("HASH", hashlib.sha256(state).hexdigest(), flush=True)
+    if evaluation is not None:
+        print("EVAL", evaluation, *evaluation.returns, flush=True)
