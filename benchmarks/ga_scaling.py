@@ -68,7 +68,7 @@ def worker(args) -> None:
     )
     me, n = mpi.rank(), mpi.size()
     keys = ("steps", "seconds", "ranks", "wall", "wait", "fit", "select")
-    predicted, rec = [], {k: [] for k in keys}
+    predicted, parents, rec = [], [], {k: [] for k in keys}
     opt, selecting = agent.optimizer, [0.0]
 
     def timed(plain):
@@ -85,7 +85,9 @@ def worker(args) -> None:
     if args.mode == "static":  # the comparison: a fixed split of the units
         agent._units = lambda costs: np.flatnonzero(schedule.balance(costs, n) == me)
     plain = agent._units
-    agent._units = lambda costs: predicted.append(costs.copy()) or plain(costs)
+    agent._units = lambda costs: (
+        predicted.append(costs.copy()) or parents.append(opt.parents.copy()) or plain(costs)
+    )
 
     def record(row):
         rec["steps"].append(agent.unit_steps.copy())
@@ -117,6 +119,7 @@ def worker(args) -> None:
         np.savez(
             args.record,
             predicted=np.array(predicted),
+            parents=np.array(parents),
             **{k: np.array(v) for k, v in rec.items()},
             ranks_count=n,
             fetch_s=max(fetch),

@@ -17,7 +17,8 @@ def test_presets_are_the_defaults_with_some_fields_replaced():
     assert PRESETS["fast"] == PGConfig()
     changed = {k for k, v in asdict(PRESETS["karpathy"]).items() if v != getattr(PGConfig(), k)}
     assert changed == {
-        "optimizer", "learning_rate", "slots", "steps_per_slot", "whole_games", "batch_gradient"
+        "optimizer", "learning_rate", "slots", "steps_per_slot", "whole_games", "batch_gradient",
+        "frame_skip",
     }  # fmt: skip
 
 

@@ -84,7 +84,7 @@ def test_a_limit_already_reached_trains_nothing():
         (dict(episodes=-2), "episodes must be an int >= 1, got -2"),
         (dict(episodes=2.5), "episodes must be an int >= 1, got 2.5"),
         (dict(greedy="yes"), "greedy must be True or False, got 'yes'"),
-        (dict(sticky=1.5), "sticky must be True or False, got 1.5"),
+        (dict(sticky=1.5), "sticky must be None, True or False, got 1.5"),
     ],
 )
 def test_bad_evaluate_arguments_are_refused(kw, text):
