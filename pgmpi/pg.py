@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, loop, mpi, rng, rollout, threads
+from pgmpi import checkpoint, loop, mpi, pong, rng, rollout, threads
 from pgmpi.config import EVALUATE_RULES, PRESETS, PGConfig, is_int, resolve, rules_problem
 from pgmpi.envs import PONG_ID
 from pgmpi.logger import mean, rank_figures
@@ -273,14 +273,8 @@ class ParallelPG:
             + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
         )
         if self.probe.is_pong:  # which protocol the logged scores are under
-            text += " | sticky actions (0.25)" if c["sticky_actions"] else " | deterministic"
-            skip = c["frame_skip"]
-            if skip != 4:
-                text += (
-                    f", frame skip {skip[0]}-{skip[1]}"
-                    if isinstance(skip, list)
-                    else f", frame skip {skip}"
-                )
+            played = pong.protocol(c["sticky_actions"], c["frame_skip"])
+            text += " | " + played.replace("sticky", "sticky actions (0.25)")
         return text
 
     def units(self) -> tuple[int, str, str]:
@@ -330,9 +324,7 @@ class ParallelPG:
         self.evaluation_returns = rollout.evaluation_returns(
             episodes, c["seed"], self.evaluations, play
         )
-        protocol = ("sticky" if sticky else "deterministic") if self.probe.is_pong else "env"
-        if self.probe.is_pong and skip != 4:
-            protocol += ", frame skip 2-4" if skip == [2, 4] else f", frame skip {skip}"
+        protocol = pong.protocol(sticky, skip) if self.probe.is_pong else "env"
         policy = "greedy" if greedy else "sampled"
         return rollout.Evaluation(self.evaluation_returns, f"{protocol}, {policy}")
 

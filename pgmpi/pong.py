@@ -25,6 +25,17 @@ PONG_UP, PONG_DOWN = 2, 3  # ALE action numbers for Pong's paddle (RIGHT = up, L
 STICKY = 0.25  # ALE v5's standard repeat_action_probability (Machado et al., 2018)
 
 
+def protocol(sticky: bool, frame_skip: int | list) -> str:
+    """How Pong is played, as run headers and evaluations name it: "sticky" or
+    "deterministic", then the frame skip where it is not ALE v5's 4."""
+    text = "sticky" if sticky else "deterministic"
+    if frame_skip == 4:
+        return text
+    if isinstance(frame_skip, list):
+        return f"{text}, frame skip {frame_skip[0]}-{frame_skip[1]}"
+    return f"{text}, frame skip {frame_skip}"
+
+
 def pong_frame(frame: np.ndarray) -> np.ndarray:
     """Karpathy's preprocessing of one (210, 160, 3) uint8 frame: int8 (6400,) of 0 and 1
     (1 where the red channel is not one of the post's background colours 144, 109, 0)."""

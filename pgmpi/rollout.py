@@ -211,6 +211,9 @@ class Evaluation(float):
 
     __repr__ = __str__
 
+    def __reduce__(self):  # pickled (mpi4py's object collectives) from what it is made of
+        return Evaluation, (self.returns, self.protocol)
+
 
 def evaluation_returns(
     episodes: int, seed: int, evaluation: int, play: Callable[[list], list[float]]

@@ -1,6 +1,8 @@
 """Tier 1, single process: ParallelPG against independent computations: discounted returns,
 learning, save and load, the presets, evaluation, and its argument checks."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -167,6 +169,8 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
     half = 1.96 * r.std(ddof=1) / np.sqrt(5)
     assert e.ci95 == (r.mean() - half, r.mean() + half) and half > 0
     assert str(e).startswith(f"{r.mean():+.2f} \u00b1 {half:.2f} (95% CI, 5 episodes")
+    back = pickle.loads(pickle.dumps(e))  # as mpi4py's object collectives send it
+    assert float(back) == float(e) and back.ci95 == e.ci95 and back.protocol == e.protocol
 
 
 @pytest.mark.parametrize(
