@@ -22,6 +22,9 @@ makespan), and the speed-up over 1 rank, for three ways of sharing out a generat
 * ``dynamic``: units in predicted order, each taken by the first free rank (what PrunedGA
   does), plus one fetch from the shared counter per unit.
 
+Units are predicted as PrunedGA predicts them, at their parent's longest recorded episode;
+the old split at the parent's steps.
+
 A unit costs the seconds it was recorded to take (on a shared machine: with its noise); an
 individual of the old split pays one env for its episodes, ``(E - 1)`` env makings less.
 Every generation also pays the measured selection and mutation and a ring Allreduce of its
@@ -157,6 +160,24 @@ def dynamic_makespan(predicted: np.ndarray, cost: np.ndarray, n: int, fetch_s: f
     return max(t for t, _ in free) + fetch_s
 
 
+def predictions(costs: dict, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Generation g's predicted cost of each individual's units, as PrunedGA predicts it (the
+    parent's longest episode, + 1), and of each whole individual, as the old split did (the
+    parent's steps), from the recorded steps and parents; before generation 1, or for a
+    recording without parents, what was recorded."""
+    steps, E = costs["steps"], costs["steps"].shape[2]
+    if g == 0 or "parents" not in costs:
+        recorded = costs["predicted"][g].reshape(-1, E)[:, 0]
+        return recorded, recorded * E
+    parents = costs["parents"][g]
+    known = parents >= 0
+
+    def parent(v):
+        return np.where(known, v[np.maximum(parents, 0)], v.mean())
+
+    return parent(steps[g - 1].max(axis=1)) + 1.0, parent(steps[g - 1].sum(axis=1))
+
+
 def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
     """Idle share and speed-up by rank count and split, for the population's first ``P``
     individuals' first ``E`` episodes in each recorded generation: {split: {n: [(idle,
@@ -165,9 +186,10 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
     out = {s: {n: [] for n in RANKS} for s in ("old", "static", "dynamic")}
     for g in range(len(costs["steps"])):
         unit = costs["seconds"][g][:P, :E].ravel()
-        pred = costs["predicted"][g].reshape(-1, costs["steps"].shape[2])[:P, :E].ravel()
+        longest, total = predictions(costs, g)
+        pred = np.repeat(longest[:P], E)
         whole = unit.reshape(P, E).sum(axis=1) - (E - 1) * make_s  # one env per individual
-        whole_pred = pred.reshape(P, E).sum(axis=1)
+        whole_pred = total[:P]
         size = (4 * P * E + 1) * 8
         for n in RANKS:
             comm = ring_allreduce_s(n, size + 8 * n, *LINK) + serial_s
@@ -225,7 +247,7 @@ def plot(results: dict, path: Path) -> None:
     a.set(xscale="log", xlabel="ranks", ylabel="% of rank time idle")
     b.set(xscale="log", yscale="log", xlabel="ranks", ylabel="speed-up over 1 rank")
     a.set_title(f"PrunedGA load imbalance, {name} (projected)")
-    b.set_title("Generations per second (projected)")
+    b.set_title("Speed-up over 1 rank (projected)")
     for ax in (a, b):
         ax.grid(alpha=0.3, which="both")
         ax.axvline(63, c="grey", lw=0.5)
@@ -297,6 +319,10 @@ def main() -> None:
         print(f"same steps and fitness in the first {k} generation(s) of every run: {same}")
         for name, m in measured.items():
             print(f"measured {name}: {json.dumps(m)}")
+    elif (common.RESULTS / "ga_scaling.json").exists():  # re-projecting: keep what was measured
+        result["measured"] = json.loads((common.RESULTS / "ga_scaling.json").read_text()).get(
+            "measured"
+        )
     rec = dict(np.load(args.costs or COSTS))
     steps, secs = rec["steps"].ravel(), rec["seconds"].ravel()
     serial_s = float(np.median(rec["select"]))

@@ -188,10 +188,11 @@ class PrunedGA:
         n = mpi.size()
         g = self.generation
         masks = opt.ask()
-        # A unit's predicted cost: its parent's mean steps per episode (the episodes differ)
-        per_episode = self.last_steps / E
+        # A unit's predicted cost: its parent's longest episode. Episodes end in a fall early
+        # or run long, and a long unit handed out last keeps every other rank waiting.
+        longest = self.unit_steps.max(axis=1)
         parent = np.maximum(opt.parents, 0)
-        predicted = np.where(opt.parents >= 0, per_episode[parent], per_episode.mean()) + 1.0
+        predicted = np.where(opt.parents >= 0, longest[parent], longest.mean()) + 1.0
         costs = np.repeat(predicted, E)
         # One buffer: each unit's return, steps, seconds and player + 1 (each slot written by
         # one rank only, so the sum is exact), a stop vote, every rank's busy seconds, then
@@ -348,7 +349,9 @@ class PrunedGA:
         """Write the population, best mask (and its activity for the signed genome), rate and
         history to ``path`` (root only, atomic); the signed weights are re-drawn from the
         seed on load."""
-        arrays = dict(self.optimizer.state(), last_steps=self.last_steps)
+        arrays = dict(
+            self.optimizer.state(), last_steps=self.last_steps, unit_steps=self.unit_steps
+        )
         counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)
         return checkpoint.save_agent(path, self, arrays, **counters)
 
@@ -369,6 +372,8 @@ class PrunedGA:
             mpi.agree({}, None if have == want else problem)
             agent.optimizer.set_state(arrays)
             agent.last_steps = arrays["last_steps"].copy()
+            if "unit_steps" in arrays:  # only the next generation's work order needs them
+                agent.unit_steps = arrays["unit_steps"].reshape(agent.unit_steps.shape).copy()
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
         return agent

@@ -50,18 +50,29 @@ def test_the_order_units_are_played_in_changes_no_result():
         assert other.steps == plain.steps
 
 
-def test_units_are_predicted_at_the_parents_mean_episode_length():
+def test_units_are_predicted_at_the_parents_longest_episode():
     ga = _tiny().train(generations=1)
     seen = []
     plain = ga._units
     ga._units = lambda costs: seen.append((costs, ga.optimizer.parents.copy())) or plain(costs)
-    parents_steps = ga.last_steps.copy()
+    longest = ga.unit_steps.max(axis=1)
+    assert not np.array_equal(longest, ga.unit_steps.mean(axis=1))  # the two predictors differ
     ga.train(generations=2)
     (costs, parents), *_ = seen
     assert costs.shape == (21,) and (parents >= 0).all()
-    expected = np.where(parents >= 0, parents_steps[np.maximum(parents, 0)] / 3, 0.0)
-    expected = np.where(parents >= 0, expected, parents_steps.mean() / 3) + 1.0
-    assert np.array_equal(costs, np.repeat(expected, 3))
+    assert np.array_equal(costs, np.repeat(longest[parents] + 1.0, 3))
+
+
+def test_a_resumed_run_predicts_its_units_as_the_uninterrupted_one(tmp_path):
+    whole = _tiny().train(generations=2, checkpoint_path=tmp_path / "ck.npz")
+    resumed = PrunedGA.load(tmp_path / "ck.npz", quiet=True)
+    orders = []
+    for ga in (whole, resumed):
+        plain = ga._units
+        ga._units = lambda costs, plain=plain: orders.append(costs.copy()) or plain(costs)
+        ga.train(generations=3)
+    assert len(orders) == 2 and np.array_equal(orders[0], orders[1])
+    assert orders[0].min() > 1.0  # steps were known: a resume that lost them predicts 1.0
 
 
 def test_longest_first_and_balance_over_units():
