@@ -10,7 +10,7 @@ stream, so all ranks hold the same population without sending any network. The u
 is one episode of one individual (138 x 8 = 1,104 units in the original's generation), so
 ranks stay busy even at 128 ranks. Episode e of individual i in generation g is seeded from
 the stream keyed on (seed, g, i, e), whichever rank plays it. Units are handed out
-longest-predicted-first (each costed at its parent's mean episode length), one at a time to
+longest-predicted-first (each costed at its parent's longest episode), one at a time to
 whichever rank is free, from a counter on rank 0 that ranks advance by one-sided MPI
 (:func:`pgmpi.mpi.shared_counter`): no coordinator, and a bad prediction costs little. One
 Allreduce per generation sums a buffer in which each unit's return and step count has
