@@ -5,19 +5,20 @@ The algorithm is the pruneable agent of Rive Sunder's synaptolytic-learning proj
 connections, whose weights are all ones or signed (:mod:`pgmpi.genomes`), and learning only
 removes connections (see :class:`pgmpi.optimizers.PruningOptimizer`).
 
-There is no coordinator: every rank runs the same selection and mutation from the same random
-stream, so all ranks hold the same population without sending any network. The unit of work
-is one episode of one individual (138 x 8 = 1,104 units in the original's generation), so
-ranks stay busy even at 128 ranks. Episode e of individual i in generation g is seeded from
-the stream keyed on (seed, g, i, e), whichever rank plays it. Units are handed out
-longest-predicted-first (each costed at its parent's longest episode), one at a time to
-whichever rank is free, from a counter on rank 0 that ranks advance by one-sided MPI
-(:func:`pgmpi.mpi.shared_counter`): no coordinator, and a bad prediction costs little. One
-Allreduce per generation sums a buffer in which each unit's return and step count has
-exactly one non-zero contributor, so the sum is exact and every rank computes the same
-fitness from it (and, for the signed genome, each unit's Hebbian activity per connection):
-a seed gives the same results, bit for bit, on any number of ranks and under any
-assignment. benchmarks/ga_scaling.py measures and projects the balance.
+There is no coordinator: every rank runs the same selection and mutation from the same
+random stream, so all ranks hold the same population without sending any network. The unit
+of work is one episode of one individual (138 x 8 = 1,104 units in the original's
+generation), so ranks stay busy even at 128 ranks. Episode e of individual i in generation
+g is seeded from the stream keyed on (seed, g, i, e), whichever rank plays it. Units are
+handed out longest-predicted-first (each costed at its parent's longest episode), one at a
+time to whichever rank is free, from a counter on rank 0 that ranks advance by one-sided
+MPI (:func:`pgmpi.mpi.shared_counter`): no coordinator, and a bad prediction costs only
+the units still running at the end. One Allreduce per generation sums a buffer in which
+each unit's return and step count has exactly one non-zero contributor, so the sum is
+exact and every rank computes the same fitness from it (and, for the signed genome, each
+unit's Hebbian activity per connection): a seed gives the same results, bit for bit, on
+any number of ranks and under any assignment. benchmarks/ga_scaling.py measures and
+projects the balance.
 """
 
 from __future__ import annotations
