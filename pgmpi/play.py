@@ -4,14 +4,15 @@
     python -m pgmpi.play runs/walker/checkpoint.npz --gif walker.gif --every 2 --scale 0.5
 
 Loads a ParallelPG or PrunedGA checkpoint (whichever wrote it), plays ``--episodes`` new
-episodes of its env in one process, rendering every frame (``render_mode="rgb_array"``;
-for Pong, the emulator's screen after each agent step of 4 frames), and writes every
-``--every``-th one, scaled by ``--scale``, to the GIF with Pillow (``pip install
-pgmpi[play]``; it writes identical consecutive frames as one that lasts as long).
-ParallelPG samples its actions from the policy, as in training and in ``evaluate``
-(``--greedy`` takes the most likely one); PrunedGA plays the best network it has seen.
-Episodes are seeded from ``--seed``. Prints each episode's return (and, for Pong, the
-points won and lost) and the mean. A missing, corrupt or foreign checkpoint is one line on
+episodes of its env in one process, as trained (for Pong: with the run's sticky actions and
+frame skip), rendering every frame (``render_mode="rgb_array"``; for Pong, the emulator's
+screen after each agent step), and writes every ``--every``-th one, scaled by ``--scale``,
+to the GIF with Pillow (``pip install pgmpi[play]``; it writes identical consecutive frames
+as one that lasts as long). ParallelPG samples its actions from the policy, as in training
+and in ``evaluate`` (``--greedy`` takes the most likely one); PrunedGA plays the best
+network it has seen. Episodes are seeded from ``--seed``. Prints each episode's return
+(and, for Pong, the points won and lost), then the mean with its 95% confidence interval
+and how the episodes were played. A missing, corrupt or foreign checkpoint is one line on
 stderr and exit status 2.
 """
 
@@ -26,6 +27,7 @@ import numpy as np
 from pgmpi import checkpoint, rng, rollout
 from pgmpi.envs import PONG_ID, Game, make_gym
 from pgmpi.pong import PongGame
+from pgmpi.pong import protocol as pong_protocol
 from pgmpi.rollout import sample
 
 ALGORITHMS = ("ParallelPG", "PrunedGA")
@@ -115,9 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     returns = []
     env_id = agent.config["env"]
     pong = env_id == PONG_ID
+    sticky = agent.config.get("sticky_actions", False)  # as trained; a PrunedGA run has none
+    skip = agent.config.get("frame_skip", 4)
     for e in range(args.episodes):
         stream = rng.stream(args.seed, rng.EVALUATE, 0, e)
-        game = PongGame() if pong else Game(lambda: make_gym(env_id, render_mode="rgb_array"))
+        if pong:
+            game = PongGame(sticky, frame_skip=skip)
+        else:
+            game = Game(lambda: make_gym(env_id, render_mode="rgb_array"))
         act = _policy(agent, algorithm, stream, args.greedy)
         rewards, finished = rollout.episode(game, act, stream, frames)
         game.close()
@@ -133,9 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     args.gif.parent.mkdir(parents=True, exist_ok=True)
     ms = 10 * max(1, round(100 / args.fps))  # GIF times frames in hundredths of a second
     kept[0].save(args.gif, save_all=True, append_images=kept[1:], duration=ms, loop=0)
+    protocol = pong_protocol(sticky, skip) if pong else "env"
+    policy = "best network" if algorithm == "PrunedGA" else "greedy" if args.greedy else "sampled"
+    score = rollout.Evaluation(np.array(returns), f"{protocol}, {policy}")
     print(
-        f"score {np.mean(returns):+.2f} (mean of {len(returns)} episode(s), {algorithm} on "
-        f"{agent.config['env']}); wrote {args.gif}: {len(kept)} frames of {ms} ms",
+        f"score {score}, {algorithm} on {env_id}; wrote {args.gif}: {len(kept)} frames of {ms} ms",
         flush=True,
     )
     return 0

@@ -207,6 +207,8 @@ class Evaluation(float):
     def __str__(self) -> str:
         half = (self.ci95[1] - self.ci95[0]) / 2
         n = len(self.returns)
+        if n == 1:  # no interval from one episode
+            return f"{float(self):+.2f} (1 episode, {self.protocol})"
         return f"{float(self):+.2f} \u00b1 {half:.2f} (95% CI, {n} episodes, {self.protocol})"
 
     __repr__ = __str__

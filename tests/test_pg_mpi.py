@@ -5,11 +5,12 @@ failed check on one rank cannot leave the other waiting in a collective.
 """
 
 import hashlib
+from functools import partial
 
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, ParallelPG, mpi
+from pgmpi import ConfigError, ParallelPG, mpi, rng, rollout
 
 pytestmark = pytest.mark.mpi
 
@@ -107,3 +108,19 @@ def test_every_rank_gets_the_same_logged_row():
     learned = [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]
     everyone = mpi.allgather_object(repr(learned))
     assert _all_ranks_ok(all(e == everyone[0] for e in everyone))
+
+
+def test_evaluation_is_the_same_mean_and_interval_on_any_rank_count():
+    """evaluate() shares 3 games of Pong (sticky, as trained) out over the ranks, each keyed on
+    its index; all 3 played on this rank alone, as one rank plays them, give the same returns,
+    mean and interval."""
+    agent = ParallelPG(hidden_size=8, slots=2, steps_per_slot=30, seed=3, quiet=True)
+    score = agent.evaluate(episodes=3)
+    everyone = mpi.allgather_object(str(score))
+    c = agent.config
+    streams = [rng.stream(c["seed"], rng.EVALUATE, 1, e) for e in range(3)]  # evaluation 1
+    new_game = partial(rollout.make_game, c["env"], True, c["max_episode_steps"], c["frame_skip"])
+    alone = rollout.Evaluation(rollout.whole_games(agent.net, new_game, streams), "sticky, sampled")
+    ok = all(e == everyone[0] for e in everyone) and str(score) == str(alone)
+    ok = ok and np.array_equal(score.returns, alone.returns) and score.ci95 == alone.ci95
+    assert _all_ranks_ok(ok and "(95% CI, 3 episodes, sticky, sampled)" in str(score))

@@ -52,7 +52,18 @@ def test_gif_has_a_frame_per_kept_step(checkpoints, algorithm, tmp_path):
     assert f"{kept} frames of 40 ms" in proc.stdout
     assert _gif_frames(gif) == (kept * 40, (600, 400))  # 25 fps: 40 ms each
     returns = [float(r) for r in re.findall(r"return ([-+\d.]+) in", proc.stdout)]
-    assert f"score {np.mean(returns):+.2f} (mean of 2 episode(s)" in proc.stdout
+    half = 1.96 * np.std(returns, ddof=1) / np.sqrt(2)
+    policy = "sampled" if algorithm == "ParallelPG" else "best network"
+    score = f"score {np.mean(returns):+.2f} \u00b1 {half:.2f} (95% CI, 2 episodes, env, {policy})"
+    assert score in proc.stdout, proc.stdout
+
+
+def test_pong_is_played_as_trained_and_the_score_says_how(tmp_path):
+    agent = ParallelPG(hidden_size=8, slots=1, steps_per_slot=10, frame_skip=[2, 4], quiet=True)
+    path = agent.train(updates=1).save(tmp_path / "pong.npz")
+    proc = _play(path, "--gif", tmp_path / "p.gif", "--max-frames", "30", "--greedy")
+    assert proc.returncode == 0, proc.stderr
+    assert "(1 episode, sticky, frame skip 2-4, greedy), ParallelPG on ALE/Pong-v5" in proc.stdout
 
 
 def test_max_frames_cuts_the_game_and_says_so(checkpoints, tmp_path):
