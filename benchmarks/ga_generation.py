@@ -41,6 +41,7 @@ def worker(args) -> None:
     agent = PrunedGA(
         env="BipedalWalker-v3",
         hidden_sizes=args.hidden_sizes,
+        genome=args.genome,
         population_size=args.population_size,
         episodes_per_individual=args.episodes_per_individual,
         seed=args.seed,
@@ -110,6 +111,9 @@ def main() -> None:
     p.add_argument("--generations", type=int, default=3, help="generations per run (3)")
     p.add_argument("--ranks", type=int, nargs="+", default=[1, 2], help="rank counts (1 2)")
     p.add_argument("--hidden-sizes", type=int, nargs="+", default=[8, 8])
+    p.add_argument(
+        "--genome", default="ones", help="PrunedGA genome (ones: as measured in the docs)"
+    )
     p.add_argument("--population-size", type=int, default=138)
     p.add_argument("--episodes-per-individual", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
@@ -131,6 +135,7 @@ def main() -> None:
     settings = dict(
         generations=args.generations,
         hidden_sizes=args.hidden_sizes,
+        genome=args.genome,
         population_size=args.population_size,
         episodes_per_individual=args.episodes_per_individual,
         seed=args.seed,
@@ -152,6 +157,7 @@ def main() -> None:
             flags += ["--population-size", str(args.population_size), "--seed", str(args.seed)]
             flags += ["--episodes-per-individual", str(args.episodes_per_individual)]
             flags += ["--hidden-sizes", *map(str, args.hidden_sizes)]
+            flags += ["--genome", args.genome]
             row = common.last_json(common.mpirun(n, flags, timeout=3600))
             row.update(summary(row))
             runs.append(row)

@@ -64,6 +64,7 @@ def worker(args) -> None:
     agent = PrunedGA(
         env="BipedalWalker-v3",
         hidden_sizes=[8, 8],
+        genome=args.genome,
         population_size=args.population_size,
         episodes_per_individual=args.episodes_per_individual,
         seed=args.seed,
@@ -263,6 +264,9 @@ def main() -> None:
     p.add_argument("--serial-generations", type=int, default=1, help="at 1 rank (1)")
     p.add_argument("--static-generations", type=int, default=2, help="static split, 2 ranks (2)")
     p.add_argument("--costs", type=Path, help="project from this recording instead of running")
+    p.add_argument(
+        "--genome", default="ones", help="PrunedGA genome (ones: as measured in the docs)"
+    )
     p.add_argument("--population-size", type=int, default=138)
     p.add_argument("--episodes-per-individual", type=int, default=8)
     p.add_argument("--also", default="128x8", help="settings also projected, PxE (128x8)")
@@ -282,7 +286,11 @@ def main() -> None:
     P, E = args.population_size, args.episodes_per_individual
     settings = ["--population-size", str(P), "--episodes-per-individual", str(E)]
     settings += ["--seed", str(args.seed)]
-    result = {"machine": info, "settings": dict(population_size=P, episodes=E, seed=args.seed)}
+    settings += ["--genome", args.genome]
+    result = {
+        "machine": info,
+        "settings": dict(population_size=P, episodes=E, seed=args.seed, genome=args.genome),
+    }
     common.RESULTS.mkdir(exist_ok=True)
     if args.costs is None:
         runs = {}

@@ -219,11 +219,12 @@ class GAConfig(Settings):
                                  "positive_int", lambda h: isinstance(h, (list, tuple)) and all(
                                      is_int(x) and x >= 1 for x in h), "a list of ints >= 1",
                                  nargs="+")
-    genome: str = setting("ones", "'ones': all weights 1, each layer feeds the next (the "
-                          "original's pruneable agent); 'signed-dag': N(0,1) weights, every "
-                          "layer fed by all earlier ones, Hebbian-guided pruning", "str",
-                          lambda v: v in ("ones", "signed-dag"), "'ones' or 'signed-dag'",
-                          choices=["ones", "signed-dag"])
+    genome: str | None = setting(None, "'ones': all weights 1, each layer feeds the next (the "
+                                 "original's pruneable agent); 'signed-dag': N(0,1) weights, "
+                                 "every layer fed by all earlier ones, Hebbian-guided pruning; "
+                                 "None: signed-dag for continuous actions, ones for discrete",
+                                 "str", lambda v: v in (None, "ones", "signed-dag"),
+                                 "None, 'ones' or 'signed-dag'", choices=["ones", "signed-dag"])
     population_size: int = setting(128, "individuals per generation", "positive_int")
     episodes_per_individual: int = setting(8, "episodes averaged into each fitness (8 in the "
                                            "original)", "positive_int", _int_at_least(1),

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,10 +47,11 @@ class PrunedGA:
         env: a gymnasium env id, or a zero-argument function returning an env, with a 1-D box
             observation and a discrete action space (argmax output) or a bounded 1-D box one
             (tanh output, stretched onto the bounds unless they are [-1, 1]). A new env is
-            made for each individual. The network is the ``genome`` setting's:
+            made for each episode. The network is the ``genome`` setting's:
             ``"ones"`` (all weights 1) or ``"signed-dag"`` (signed weights drawn once from the
             seed, every layer fed by all earlier ones, less active connections pruned more
-            often); :mod:`pgmpi.genomes` describes both.
+            often); :mod:`pgmpi.genomes` describes both. By default continuous actions get
+            signed-dag and discrete ones get ones, as measured (docs/benchmarks.md).
         config: the settings to start from (default ``GAConfig()``);
             :class:`pgmpi.config.GAConfig` documents each one and its default.
         settings: any :class:`~pgmpi.config.GAConfig` field by name (``hidden_sizes``,
@@ -98,6 +100,8 @@ class PrunedGA:
                 probe.close()
             except Exception as e:  # any failure to make the env is the user's input
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
+        if probe is not None and cfg.genome is None:  # the measured choice per action space
+            cfg = replace(cfg, genome="ones" if probe.discrete else "signed-dag")
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
         # trace is agreed too: with it on, every rank joins one more gather per generation

@@ -165,7 +165,8 @@ def test_the_signed_genome_records_each_units_mean_activity():
 # ---------------------------------------------------------------- PrunedGA with each genome
 def test_the_ones_genome_gives_the_bits_it_gave_before_the_signed_one():
     for (env, steps), digest in BEFORE.items():
-        ga = PrunedGA(env=env, max_episode_steps=steps, **TINY).train(generations=3)
+        ga = PrunedGA(env=env, genome="ones", max_episode_steps=steps, **TINY)
+        ga.train(generations=3)
         assert "best_activity" not in ga.optimizer.state()
         assert _digest(ga.optimizer.state()) == digest, env
 
@@ -178,8 +179,16 @@ def test_the_header_names_the_genome():
     assert signed.net.n_weights == 4 * 4 + 8 * 3
 
 
+def test_the_default_genome_is_signed_for_continuous_actions_and_ones_for_discrete():
+    walker = PrunedGA(env="BipedalWalker-v3", **TINY)
+    cartpole = PrunedGA(env="CartPole-v1", **TINY)
+    assert walker.config["genome"] == "signed-dag" and isinstance(walker.net, SignedDAG)
+    assert cartpole.config["genome"] == "ones" and type(cartpole.net) is PrunedNetwork
+
+
 def test_an_unknown_genome_is_a_config_error():
-    with pytest.raises(ConfigError, match="genome must be 'ones' or 'signed-dag', got 'twos'"):
+    match = "genome must be None, 'ones' or 'signed-dag', got 'twos'"
+    with pytest.raises(ConfigError, match=match):
         PrunedGA(env="CartPole-v1", genome="twos", **TINY)
 
 
