@@ -204,6 +204,7 @@ def fraction(text: str) -> float:
 FLAG_TYPES = {
     "positive_int": positive_int,
     "positive_float": positive_float,
+    "non_negative_float": non_negative_float,
     "fraction": fraction,
     "int": int,
     "float": float,

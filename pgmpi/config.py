@@ -142,6 +142,10 @@ class PGConfig(Settings):
                                          _int_at_least(1)(v), "None or an int >= 1")
     decay_rate: float = setting(0.99, "RMSProp decay of the squared-gradient average",
                                 "fraction", lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)")
+    entropy_bonus: float = setting(0.0, "weight of the policy's entropy added to the "
+                                   "objective, against standardised returns (0: none, as in "
+                                   "the post)", "non_negative_float",
+                                   lambda v: is_real(v) and v >= 0, ">= 0")
     gamma: float = setting(0.99, "discount factor", None,
                            lambda v: is_real(v) and 0 < v <= 1, "in (0, 1]")
     slots: int | None = setting(None, "games played at once, over all ranks (default: the "

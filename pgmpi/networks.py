@@ -115,6 +115,22 @@ class TwoLayerPolicy:
         onehot[np.arange(len(actions)), actions] = 1.0
         return onehot - probs
 
+    def entropy_dlogits(self, dlogits: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """d H(pi) / d logits for S steps, from what :meth:`dlogits` gave for them (the
+        probabilities are ``y - dlogits``): ``p (1 - p) (log(1 - p) - log p)`` for the sigmoid,
+        ``-p_j (log p_j + H)`` for the softmax. float32 (S, K)."""
+        actions = np.asarray(actions)
+        tiny = np.float32(1e-7)
+        if self.n_logits == 1:
+            p = np.clip((actions == 0).astype(np.float32) - dlogits[:, 0], tiny, 1 - tiny)
+            return (p * (1 - p) * (np.log1p(-p) - np.log(p)))[:, None]
+        onehot = np.zeros(dlogits.shape, dtype=np.float32)
+        onehot[np.arange(len(actions)), actions] = 1.0
+        p = np.clip(onehot - dlogits, tiny, 1)
+        logp = np.log(p)
+        entropy = -(p * logp).sum(axis=1, keepdims=True)
+        return -p * (logp + entropy)
+
     def gradient(self, caches: list, dlogits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient of sum_t dlogits_t . logits_t w.r.t. the parameters, as the rows it
         touches: ``params`` seen as (D + K, H) rows (W1's D rows, then W2's H*K values).

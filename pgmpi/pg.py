@@ -147,7 +147,12 @@ class ParallelPG:
             return None
         returns = discounted_returns(piece.rewards[:cut], self.config["gamma"], piece.ends[:cut])
         adv = standardise(returns).astype(np.float32)
-        return self.net.gradient(piece.caches[:cut], np.array(piece.dlogits[:cut]) * adv[:, None])
+        dlogits = np.array(piece.dlogits[:cut])
+        weighted = dlogits * adv[:, None]
+        beta = self.config["entropy_bonus"]
+        if beta:  # + beta d H / d logits: keeps the policy from settling too soon
+            weighted += np.float32(beta) * self.net.entropy_dlogits(dlogits, piece.actions[:cut])
+        return self.net.gradient(piece.caches[:cut], weighted)
 
     def train(
         self,
@@ -271,6 +276,7 @@ class ParallelPG:
             f"{c['steps_per_slot']} steps"
             + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
             + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
+            + (f", entropy bonus {c['entropy_bonus']:g}" if c["entropy_bonus"] else "")
         )
         if self.probe.is_pong:  # which protocol the logged scores are under
             played = pong.protocol(c["sticky_actions"], c["frame_skip"])

@@ -65,3 +65,32 @@ def test_batched_forward_gives_each_game_the_bits_it_gets_alone():
         alone, (single,) = net.forward([x])
         assert alone[0].tobytes() == row.tobytes()
         assert single[2].tobytes() == cache[2].tobytes()
+
+
+def _entropy(logits: np.ndarray, bernoulli: bool) -> np.ndarray:
+    """The policy's entropy per step from its logits, in float64, independently of networks.py."""
+    if bernoulli:
+        p = 1.0 / (1.0 + np.exp(-logits[:, 0]))
+        return -(p * np.log(p) + (1 - p) * np.log(1 - p))
+    z = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    return -(p * np.log(p)).sum(axis=1)
+
+
+@pytest.mark.parametrize("bernoulli", [True, False])
+def test_entropy_dlogits_match_finite_differences(bernoulli):
+    rng = np.random.default_rng(2)
+    net = TwoLayerPolicy(7, 5, 2 if bernoulli else 3, rng, bernoulli=bernoulli)
+    X = rng.standard_normal((6, 7)).astype(np.float32)
+    probs, _ = net.forward([sparse(x) for x in X])
+    actions = rng.integers(0, probs.shape[1], 6)
+    got = net.entropy_dlogits(net.dlogits(probs, actions), actions)
+    eps = 1e-6
+    # logits that give these probabilities (a softmax's up to a constant, which H ignores)
+    base = np.log(probs[:, :1] / (1 - probs[:, :1])) if bernoulli else np.log(probs)
+    for k in range(got.shape[1]):
+        up, down = base.astype(np.float64).copy(), base.astype(np.float64).copy()
+        up[:, k] += eps
+        down[:, k] -= eps
+        numeric = (_entropy(up, bernoulli) - _entropy(down, bernoulli)) / (2 * eps)
+        assert np.allclose(got[:, k], numeric, atol=1e-4), (k, got[:, k], numeric)

@@ -8,6 +8,7 @@ import pytest
 
 from pgmpi import ConfigError, NonFiniteError, ParallelPG, rollout
 from pgmpi.config import PRESETS
+from pgmpi.networks import sparse
 from pgmpi.pg import discounted_returns, standardise
 
 
@@ -185,6 +186,7 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(gamma=1.5), "gamma must be in (0, 1], got 1.5"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
+        (dict(entropy_bonus=-0.1), "entropy_bonus must be >= 0, got -0.1"),
         (dict(decay_rate=1.0), "decay_rate must be in [0, 1), got 1.0"),
         (dict(hidden_size=0), "hidden_size must be an int >= 1, got 0"),
         (dict(seed=-2), "seed must be an int >= 0, got -2"),
@@ -266,3 +268,16 @@ def test_lr_decay_steps_divides_the_step_size_by_one_plus_steps_over_h(tmp_path)
     half = _cartpole(lr_decay_steps=100).train(episodes=8)
     back = ParallelPG.load(half.save(tmp_path / "ck.npz"), quiet=True).train(episodes=16)
     np.testing.assert_array_equal(back.net.params, agent.net.params)
+
+
+def test_an_entropy_bonus_keeps_the_policy_less_certain():
+    plain, bonus = _cartpole().train(updates=15), _cartpole(entropy_bonus=1.0).train(updates=15)
+    observations = np.random.default_rng(0).normal(0, 0.5, (64, 4)).astype(np.float32)
+
+    def entropy(agent):
+        probs, _ = agent.net.forward([sparse(x) for x in observations])
+        return float(-(probs * np.log(probs)).sum(axis=1).mean())
+
+    assert not np.array_equal(plain.net.params, bonus.net.params)
+    assert entropy(bonus) > entropy(plain)
+    assert "entropy bonus 1" in bonus.header() and "entropy" not in plain.header()
