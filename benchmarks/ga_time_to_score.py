@@ -16,10 +16,10 @@ Time the runs on an otherwise idle machine.
 Then, for every run in runs/ga-tts, prints the table of the first generation at which the
 best individual's return (its mean over its 8 episodes) reached -50, 0, +100, +200 and
 +300, and the population mean 0, with episodes, env steps, wall minutes and core-hours
-(minutes x ranks / 60), and the final best and population-mean return; writes benchmarks/results/ga_time_to_score.json and
-runs/benchmarks/ga_time_to_score.png (best and population-mean return against wall minutes
-and against env steps; ``--out PATH`` elsewhere, ``--docs`` to the tracked
-docs/figures/ga_time_to_score.png).
+(minutes x ranks / 60), and the final best and population-mean return; writes
+benchmarks/results/ga_time_to_score.json and runs/benchmarks/ga_time_to_score.png (best
+and population-mean return against wall minutes and against env steps; ``--out PATH``
+elsewhere, ``--docs`` to the tracked docs/figures/ga_time_to_score.png).
 """
 
 from __future__ import annotations
