@@ -13,9 +13,9 @@ pytestmark = pytest.mark.launcher
 HASH_SCRIPT = """
 import hashlib, sys
 from pgmpi import PrunedGA, mpi
-env, hidden = sys.argv[1], tuple(int(h) for h in sys.argv[2].split(","))
+env, hidden, genome = sys.argv[1], tuple(int(h) for h in sys.argv[2].split(",")), sys.argv[3]
 ga = PrunedGA(env=env, hidden_sizes=hidden, population_size=10, episodes_per_individual=2,
-              seed=9, quiet=True).train(generations=3)
+              genome=genome, seed=9, quiet=True).train(generations=3)
 state = ga.optimizer.state()
 digest = hashlib.sha256(b"".join(state[k].tobytes() for k in sorted(state))).hexdigest()
 if mpi.is_root():
@@ -30,11 +30,11 @@ def _hash(proc) -> str:
     ]
 
 
+@pytest.mark.parametrize("genome", ["ones", "signed-dag"])
 @pytest.mark.parametrize("env, hidden", [("CartPole-v1", "4"), ("BipedalWalker-v3", "8,8")])
-def test_same_results_on_one_two_and_three_ranks(env, hidden):
-    hashes = {
-        n: _hash(run_mpi(n, ["-c", HASH_SCRIPT, env, hidden], timeout=120)) for n in (1, 2, 3)
-    }
+def test_same_results_on_one_two_and_three_ranks(env, hidden, genome):
+    script = ["-c", HASH_SCRIPT, env, hidden, genome]
+    hashes = {n: _hash(run_mpi(n, script, timeout=120)) for n in (1, 2, 3)}
     assert len(set(hashes.values())) == 1, hashes
 
 
@@ -47,8 +47,10 @@ def test_cartpole_example_reaches_500_on_two_ranks(tmp_path):
     assert float(rows[-1]["charts/best_return"]) == 500.0
 
 
-def test_bipedal_walker_example_resumes_exactly(tmp_path):
-    small = ["--population-size", "6", "--episodes-per-individual", "1", "--quiet"]
+@pytest.mark.parametrize("genome", ["ones", "signed-dag"])
+def test_bipedal_walker_example_resumes_exactly_on_another_rank_count(tmp_path, genome):
+    small = ["--genome", genome, "--population-size", "6", "--episodes-per-individual", "1"]
+    small += ["--quiet"]
     small += ["--checkpoint-every", "1", "--hidden-sizes", "8", "8"]
 
     def run(n, folder, *extra):
