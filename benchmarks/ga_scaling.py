@@ -2,6 +2,7 @@
 
     python benchmarks/ga_scaling.py [--minutes 6]           # about 10 minutes on 2 cores
     python benchmarks/ga_scaling.py --costs benchmarks/results/ga_scaling_costs.npz  # re-project
+    python benchmarks/ga_scaling.py --start runs/ga-tts/signed-dag-0/checkpoint.npz --tag _late
 
 Runs BipedalWalker-v3 with the example's settings (hidden 8 8, population 138, 8 episodes:
 the synaptolytic-learning benchmark's), launching itself under mpirun, one run at a time:
@@ -33,6 +34,11 @@ that latency, or as measured here if more. Prints the machine and a markdown tab
 (for docs/benchmarks.md); writes benchmarks/results/ga_scaling.json, the recorded costs to
 benchmarks/results/ga_scaling_costs.npz and the figure to runs/benchmarks/ga_scaling.png
 (``--out PATH`` elsewhere).
+
+``--start CHECKPOINT`` records generations that go on from a PrunedGA checkpoint of
+BipedalWalker-v3 instead (its settings and genome replace the flags): late in a run, where
+walkers walk, with the genome it trained. ``--tag TAG`` names the results
+ga_scaling{TAG}.json and ga_scaling{TAG}_*.npz, so the documented ones are kept.
 """
 
 from __future__ import annotations
@@ -54,22 +60,25 @@ RANKS = [1, 2, 4, 8, 16, 32, 63, 64, 128, 256, 512, 1024, 1536]
 FIGURE = "ga_scaling.png"
 LINK = (10e9 / 8, 20e-6)  # bandwidth bytes/s, latency s: a 10 Gb/s network
 ORIGINAL_S = 3492 / 200  # synaptolytic-learning README: 200 generations in 3,492 s, 63 workers
-COSTS = common.RESULTS / "ga_scaling_costs.npz"
 
 
 def worker(args) -> None:
     from pgmpi import PrunedGA, mpi, schedule
     from pgmpi.envs import Game
 
-    agent = PrunedGA(
-        env="BipedalWalker-v3",
-        hidden_sizes=[8, 8],
-        genome=args.genome,
-        population_size=args.population_size,
-        episodes_per_individual=args.episodes_per_individual,
-        seed=args.seed,
-        quiet=True,
-    )
+    if args.start:  # go on from a checkpoint: late generations of a real run
+        agent = PrunedGA.load(args.start, quiet=True)
+    else:
+        agent = PrunedGA(
+            env="BipedalWalker-v3",
+            hidden_sizes=[8, 8],
+            genome=args.genome,
+            population_size=args.population_size,
+            episodes_per_individual=args.episodes_per_individual,
+            seed=args.seed,
+            quiet=True,
+        )
+    first_generation = agent.generation
     me, n = mpi.rank(), mpi.size()
     keys = ("steps", "seconds", "ranks", "wall", "wait", "fit", "select")
     predicted, parents, rec = [], [], {k: [] for k in keys}
@@ -105,7 +114,9 @@ def worker(args) -> None:
 
     t0 = time.perf_counter()
     limit = (
-        dict(minutes=args.run_minutes) if args.run_minutes else dict(generations=args.generations)
+        dict(minutes=args.run_minutes)
+        if args.run_minutes
+        else dict(generations=first_generation + args.generations)
     )
     agent.train(**limit, callback=record)
     started = time.perf_counter() - t0 - rec["wall"][-1]  # construction to the first step
@@ -129,6 +140,7 @@ def worker(args) -> None:
             fetch_s=max(fetch),
             make_s=make_s,
             started_s=started,
+            first_generation=first_generation,
         )
 
 
@@ -271,6 +283,8 @@ def main() -> None:
     p.add_argument("--episodes-per-individual", type=int, default=8)
     p.add_argument("--also", default="128x8", help="settings also projected, PxE (128x8)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--start", type=Path, help="record generations that go on from this checkpoint")
+    p.add_argument("--tag", default="", help="suffix of the result files' names ('')")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--mode", default="dynamic", help=argparse.SUPPRESS)
     p.add_argument("--generations", type=int, default=1, help=argparse.SUPPRESS)
@@ -287,10 +301,19 @@ def main() -> None:
     settings = ["--population-size", str(P), "--episodes-per-individual", str(E)]
     settings += ["--seed", str(args.seed)]
     settings += ["--genome", args.genome]
+    stem = f"ga_scaling{args.tag}"
+    costs_path = common.RESULTS / f"{stem}_costs.npz"
+    if args.start:
+        settings += ["--start", str(args.start)]
+        ck = json.loads((args.start.parent / "config.json").read_text())
+        P, E = ck["population_size"], ck["episodes_per_individual"]
+        args.genome, args.seed = ck["genome"], ck["seed"]
     result = {
         "machine": info,
         "settings": dict(population_size=P, episodes=E, seed=args.seed, genome=args.genome),
     }
+    if args.start:
+        result["settings"]["start"] = str(args.start)
     common.RESULTS.mkdir(exist_ok=True)
     if args.costs is None:
         runs = {}
@@ -298,7 +321,7 @@ def main() -> None:
                 ("static", 2, "static", ["--generations", str(args.static_generations)]),
                 ("dynamic", 2, "dynamic", ["--run-minutes", str(args.minutes)])]  # fmt: skip
         for name, n, mode, limit in plan:  # one at a time: no two timed runs share the cores
-            path = COSTS if name == "dynamic" else common.RESULTS / f"ga_scaling_{name}.npz"
+            path = costs_path if name == "dynamic" else common.RESULTS / f"{stem}_{name}.npz"
             flags = [__file__, "--worker", "--mode", mode, "--record", str(path), *settings]
             common.mpirun(n, [*flags, *limit], timeout=3600)
             runs[name] = dict(np.load(path))
@@ -327,11 +350,11 @@ def main() -> None:
         print(f"same steps and fitness in the first {k} generation(s) of every run: {same}")
         for name, m in measured.items():
             print(f"measured {name}: {json.dumps(m)}")
-    elif (common.RESULTS / "ga_scaling.json").exists():  # re-projecting: keep what was measured
-        result["measured"] = json.loads((common.RESULTS / "ga_scaling.json").read_text()).get(
+    elif (common.RESULTS / f"{stem}.json").exists():  # re-projecting: keep what was measured
+        result["measured"] = json.loads((common.RESULTS / f"{stem}.json").read_text()).get(
             "measured"
         )
-    rec = dict(np.load(args.costs or COSTS))
+    rec = dict(np.load(args.costs or costs_path))
     steps, secs = rec["steps"].ravel(), rec["seconds"].ravel()
     serial_s = float(np.median(rec["select"]))
     costs = dict(rec, fetch_s=float(rec["fetch_s"]))
@@ -342,8 +365,12 @@ def main() -> None:
         f"average ({step_us:.0f} us per step); env making {make_ms:.2f} ms; fetch "
         f"{fetch_us:.1f} us; selection and mutation {serial_s:.3f} s per generation"
     )
-    G = len(rec["steps"])
-    phases = {"early (0-2)": slice(0, 3), f"late ({max(G - 3, 0)}-{G - 1})": slice(G - 3, G)}
+    G, g0 = len(rec["steps"]), int(rec.get("first_generation", 0))
+    first, last = ("early", "late") if g0 == 0 else ("first", "last")
+    phases = {
+        f"{first} ({g0}-{g0 + 2})": slice(0, 3),
+        f"{last} ({g0 + max(G - 3, 0)}-{g0 + G - 1})": slice(G - 3, G),
+    }
     results = {}
     also_p, also_e = (int(x) for x in args.also.split("x"))
     for name, (p_, e_) in {f"{P}x{E}": (P, E), f"{also_p}x{also_e}": (also_p, also_e)}.items():
@@ -370,7 +397,7 @@ def main() -> None:
     out = common.figure_path(args, FIGURE)
     plot(results, out)
     print("figure:", out)
-    print("wrote", common.write("ga_scaling", result))
+    print("wrote", common.write(stem, result))
 
 
 if __name__ == "__main__":
