@@ -23,8 +23,9 @@ makespan), and the speed-up over 1 rank, for three ways of sharing out a generat
 * ``dynamic``: units in predicted order, each taken by the first free rank (what PrunedGA
   does), plus one fetch from the shared counter per unit.
 
-Units are predicted as PrunedGA predicts them, at their parent's longest recorded episode;
-the old split at the parent's steps.
+Units are predicted as PrunedGA predicts them (``schedule.predict``: an unchanged elite at
+its own longest episode in the generation before, a mutated child at no less than that
+generation's 90th percentile), the old split at the parent's steps.
 
 A unit costs the seconds it was recorded to take (on a shared machine: with its noise); an
 individual of the old split pays one env for its episodes, ``(E - 1)`` env makings less.
@@ -46,6 +47,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import math
 import os
 import sys
 import time
@@ -78,7 +80,7 @@ def worker(args) -> None:
             seed=args.seed,
             quiet=True,
         )
-    first_generation = agent.generation
+    first_generation, steps_before = agent.generation, agent.unit_steps.copy()
     me, n = mpi.rank(), mpi.size()
     keys = ("steps", "seconds", "ranks", "wall", "wait", "fit", "select")
     predicted, parents, rec = [], [], {k: [] for k in keys}
@@ -141,6 +143,7 @@ def worker(args) -> None:
             make_s=make_s,
             started_s=started,
             first_generation=first_generation,
+            steps_before=steps_before,
         )
 
 
@@ -174,21 +177,28 @@ def dynamic_makespan(predicted: np.ndarray, cost: np.ndarray, n: int, fetch_s: f
 
 
 def predictions(costs: dict, g: int) -> tuple[np.ndarray, np.ndarray]:
-    """Generation g's predicted cost of each individual's units, as PrunedGA predicts it (the
-    parent's longest episode, + 1), and of each whole individual, as the old split did (the
-    parent's steps), from the recorded steps and parents; before generation 1, or for a
-    recording without parents, what was recorded."""
+    """Generation g's predicted cost of each individual's units, as PrunedGA predicts it
+    (``schedule.predict``: an unchanged elite at its own longest episode, a mutated child at
+    no less than the 90th percentile, + 1), and of each whole individual, as the old split
+    did (the parent's steps), from the recorded steps and parents; for a first generation
+    with no steps before it, or a recording without parents, what was recorded."""
+    from pgmpi.config import GAConfig
+    from pgmpi.schedule import predict
+
     steps, E = costs["steps"], costs["steps"].shape[2]
-    if g == 0 or "parents" not in costs:
+    if "parents" not in costs or (g == 0 and not np.any(costs.get("steps_before", 0))):
         recorded = costs["predicted"][g].reshape(-1, E)[:, 0]
         return recorded, recorded * E
     parents = costs["parents"][g]
-    known = parents >= 0
-
-    def parent(v):
-        return np.where(known, v[np.maximum(parents, 0)], v.mean())
-
-    return parent(steps[g - 1].max(axis=1)) + 1.0, parent(steps[g - 1].sum(axis=1))
+    # PruningOptimizer.mutated: the population's first individuals are its unchanged elites
+    P = len(parents)
+    elites = math.ceil(GAConfig.elite_fraction * P - 1e-9) + int(parents[0] == -1)
+    mutated = np.arange(P) >= elites
+    previous = steps[g - 1] if g else costs["steps_before"]  # the generation before
+    whole = np.where(
+        parents >= 0, previous.sum(axis=1)[np.maximum(parents, 0)], previous.sum(1).mean()
+    )
+    return predict(previous.max(axis=1), parents, mutated), whole
 
 
 def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
@@ -215,6 +225,45 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
             for split, (work, span) in spans.items():
                 out[split][n].append((1 - work / (n * span), one / (span + comm), span + comm))
     return out
+
+
+def compare_predictors(costs: dict, phases: dict) -> dict:
+    """Self-scheduled idle share at 63 and 128 ranks (full population and episodes) with
+    other predictions in place of PrunedGA's, from generation 1 of the recording on:
+    {predictor: {phase: {n: idle}}}. "perfect" orders the units by their recorded cost."""
+    steps, seconds = costs["steps"], costs["seconds"]
+    fetch = max(costs["fetch_s"], 2 * LINK[1])
+    out = {}
+    for g in range(1, len(steps)):
+        parents, previous = costs["parents"][g], steps[g - 1]
+
+        def pick(v, parents=parents):  # each individual's parent's value
+            return np.where(parents >= 0, v[np.maximum(parents, 0)], v.mean())
+
+        E = previous.shape[1]
+        ways = {
+            "parent's mean episode": pick(previous.mean(axis=1)),
+            "parent's longest episode": pick(previous.max(axis=1)),
+            "PrunedGA (elites: own longest; children: >= 90th percentile)": predictions(costs, g)[
+                0
+            ],
+        }
+        unit = seconds[g].ravel()
+        ways = {k: np.repeat(v, E) for k, v in ways.items()} | {"perfect": unit}
+        for name, predicted in ways.items():
+            for n in (63, 128):
+                idle = 1 - unit.sum() / (n * dynamic_makespan(predicted, unit, n, fetch))
+                out.setdefault(name, {}).setdefault(n, {})[g] = idle
+    return {
+        name: {
+            ph: {
+                n: float(np.mean([v[g] for g in range(len(steps))[w] if g in v]))
+                for n, v in by_n.items()
+            }  # fmt: skip
+            for ph, w in phases.items()
+        }
+        for name, by_n in out.items()
+    }
 
 
 def summarise(proj: dict, which: slice) -> dict:
@@ -367,8 +416,11 @@ def main() -> None:
     )
     G, g0 = len(rec["steps"]), int(rec.get("first_generation", 0))
     first, last = ("early", "late") if g0 == 0 else ("first", "last")
+    # A checkpoint saved without its units' steps (pgmpi before they were kept) starts with
+    # a generation played in no predicted order: the first phase starts after it.
+    s0 = int(g0 > 0 and not np.any(rec.get("steps_before", 0)))
     phases = {
-        f"{first} ({g0}-{g0 + 2})": slice(0, 3),
+        f"{first} ({g0 + s0}-{g0 + s0 + 2})": slice(s0, s0 + 3),
         f"{last} ({g0 + max(G - 3, 0)}-{g0 + G - 1})": slice(G - 3, G),
     }
     results = {}
@@ -388,6 +440,16 @@ def main() -> None:
     )
     md = table(results)
     print(md)
+    if "parents" in rec:
+        ways = compare_predictors(costs, phases)
+        result["predictors"] = ways
+        print(
+            "\n| prediction (self-scheduled, idle at 63 / 128 ranks) | " + " | ".join(phases) + " |"
+        )
+        print("|---|" + "---|" * len(phases))
+        for name, by_phase in ways.items():
+            cells = [f"{100 * v[63]:.1f}% / {100 * v[128]:.1f}%" for v in by_phase.values()]
+            print(f"| {name} | " + " | ".join(cells) + " |")
     for ph in phases:
         at63 = {s: results[f"{P}x{E}"][ph][s][63][2] for s in ("old", "dynamic")}
         print(

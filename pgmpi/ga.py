@@ -10,7 +10,8 @@ random stream, so all ranks hold the same population without sending any network
 of work is one episode of one individual (138 x 8 = 1,104 units in the original's
 generation), so ranks stay busy even at 128 ranks. Episode e of individual i in generation
 g is seeded from the stream keyed on (seed, g, i, e), whichever rank plays it. Units are
-handed out longest-predicted-first (each costed at its parent's longest episode), one at a
+handed out longest-predicted-first (an unchanged elite costed at its own longest episode
+last generation, a mutated child at no less than most: :func:`pgmpi.schedule.predict`), one at a
 time to whichever rank is free, from a counter on rank 0 that ranks advance by one-sided
 MPI (:func:`pgmpi.mpi.shared_counter`): no coordinator, and a bad prediction costs only
 the units still running at the end. One Allreduce per generation sums a buffer in which
@@ -193,12 +194,10 @@ class PrunedGA:
         n = mpi.size()
         g = self.generation
         masks = opt.ask()
-        # A unit's predicted cost: its parent's longest episode. Episodes end in a fall early
-        # or run long, and a long unit handed out last keeps every other rank waiting.
+        # Episodes end in a fall early or run long, and a long unit handed out last keeps
+        # every other rank waiting: predict each unit's steps from last generation's.
         longest = self.unit_steps.max(axis=1)
-        parent = np.maximum(opt.parents, 0)
-        predicted = np.where(opt.parents >= 0, longest[parent], longest.mean()) + 1.0
-        costs = np.repeat(predicted, E)
+        costs = np.repeat(schedule.predict(longest, opt.parents, opt.mutated), E)
         # One buffer: each unit's return, steps, seconds and player + 1 (each slot written by
         # one rank only, so the sum is exact), a stop vote, every rank's busy seconds, then
         # for the signed genome each unit's W activities.

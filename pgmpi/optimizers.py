@@ -231,6 +231,13 @@ class PruningOptimizer:
         self.population = np.concatenate([elites, elites[pick] & keep])
         self.parents = np.concatenate([sources, sources[pick]])
 
+    @property
+    def mutated(self) -> np.ndarray:
+        """bool (P,): which individuals are mutated children; the others, the first ones of
+        the population after generation 0, are unchanged elites."""
+        n = 0 if self.generation == 0 else self.n_elites + int(self.parents[0] == -1)
+        return np.arange(len(self.population)) >= n
+
     def result(self) -> tuple[np.ndarray, float]:
         """(best mask ever seen, bool (W,); its fitness)."""
         return self.best_mask.copy(), self.best_fitness

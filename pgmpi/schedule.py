@@ -1,11 +1,12 @@
 """Who plays which unit of work: PrunedGA's self-scheduling, and the static split it replaced.
 
 A generation's units (one episode of one individual) are put in order longest predicted
-first. With :func:`self_scheduled`, each rank takes the next unit in that order whenever it
-is free, from a counter shared by all ranks (:func:`pgmpi.mpi.shared_counter`), so a rank
-that draws short episodes, or runs on a faster core, just plays more units. :func:`balance`
-is the static longest-first split of pgmpi before it (benchmarks/ga_scaling.py compares the
-two). Which rank plays a unit never changes its result, so neither changes any number.
+first (:func:`predict`). With :func:`self_scheduled`, each rank takes the next unit in that
+order whenever it is free, from a counter shared by all ranks
+(:func:`pgmpi.mpi.shared_counter`), so a rank that draws short episodes, or runs on a faster
+core, just plays more units. :func:`balance` is the static longest-first split of pgmpi
+before it (benchmarks/ga_scaling.py compares the two). Which rank plays a unit never
+changes its result, so neither changes any number.
 """
 
 from __future__ import annotations
@@ -13,6 +14,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+
+UNCERTAIN_QUANTILE = 90  # a mutated child is costed at least at this percentile (see predict)
+
+
+def predict(longest: np.ndarray, parents: np.ndarray, mutated: np.ndarray) -> np.ndarray:
+    """float64 (P,): the predicted steps of each individual's episodes, from ``longest``
+    (each individual's longest episode in the previous generation), ``parents`` (each one's
+    parent there, -1 if unknown) and ``mutated`` (bool: a mutated child, not an unchanged
+    elite).
+
+    An unchanged elite replays its own network: its longest episode predicts it well. A
+    mutated child may fall at once where its parent walked, or walk for the whole episode
+    where its parent fell, so it is costed at least at the 90th percentile of the previous
+    generation's longest episodes. The uncertain units then start before the predictable
+    ones, and the last units handed out, which decide how long the other ranks wait, are
+    the best predicted (benchmarks/ga_scaling.py measured the choice; docs/benchmarks.md).
+    """
+    longest = np.asarray(longest, dtype=np.float64)
+    known = np.where(parents >= 0, longest[np.maximum(parents, 0)], longest.mean())
+    floor = np.percentile(longest, UNCERTAIN_QUANTILE)
+    return np.where(mutated, np.maximum(known, floor), known) + 1.0
 
 
 def longest_first(costs: np.ndarray) -> np.ndarray:

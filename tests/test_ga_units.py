@@ -6,7 +6,7 @@ import numpy as np
 from pgmpi import PrunedGA, mpi, rng, rollout
 from pgmpi.envs import Game
 from pgmpi.networks import PrunedNetwork
-from pgmpi.schedule import balance, longest_first
+from pgmpi.schedule import balance, longest_first, predict
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=7, episodes_per_individual=3)
 
@@ -50,17 +50,34 @@ def test_the_order_units_are_played_in_changes_no_result():
         assert other.steps == plain.steps
 
 
-def test_units_are_predicted_at_the_parents_longest_episode():
+def test_elites_are_predicted_at_their_longest_episode_and_children_no_lower_than_most():
     ga = _tiny().train(generations=1)
     seen = []
     plain = ga._units
-    ga._units = lambda costs: seen.append((costs, ga.optimizer.parents.copy())) or plain(costs)
+    opt = ga.optimizer
+    ga._units = lambda costs: (
+        seen.append((costs, opt.mutated.copy(), opt.parents.copy())) or plain(costs)
+    )
     longest = ga.unit_steps.max(axis=1)
-    assert not np.array_equal(longest, ga.unit_steps.mean(axis=1))  # the two predictors differ
     ga.train(generations=2)
-    (costs, parents), *_ = seen
-    assert costs.shape == (21,) and (parents >= 0).all()
-    assert np.array_equal(costs, np.repeat(longest[parents] + 1.0, 3))
+    (costs, mutated, parents), *_ = seen
+    assert costs.shape == (21,) and 0 < mutated.sum() < len(mutated) and (parents >= 0).all()
+    assert not mutated[: mutated.argmin() + 1].any()  # the unchanged elites come first
+    per_individual = costs.reshape(7, 3)
+    assert (per_individual == per_individual[:, :1]).all()  # one prediction per individual
+    known = longest[parents] + 1.0
+    assert np.array_equal(per_individual[~mutated, 0], known[~mutated])
+    floor = np.percentile(longest, 90) + 1.0
+    assert np.array_equal(per_individual[mutated, 0], np.maximum(known, floor)[mutated])
+
+
+def test_predict_costs_elites_at_their_parent_and_children_at_least_the_percentile():
+    longest = np.array([100.0, 1600, 150, 120, 900])
+    parents = np.array([1, 0, 1, 2, -1])
+    mutated = np.array([False, False, True, True, True])
+    floor = np.percentile(longest, 90)  # 1324
+    got = predict(longest, parents, mutated)
+    assert got.tolist() == [1601.0, 101.0, 1601.0, floor + 1, max(longest.mean(), floor) + 1]
 
 
 def test_a_resumed_run_predicts_its_units_as_the_uninterrupted_one(tmp_path):
