@@ -1,0 +1,208 @@
+"""Learning at the scale users launch: sticky-action Pong's time to score against the slot count.
+
+    python benchmarks/slots_to_score.py --run 64 128 [--ranks 1 --at-once] [--minutes 90]
+    python benchmarks/slots_to_score.py           # only read the runs already in runs/slots
+    python benchmarks/slots_to_score.py --docs    # and redraw docs/figures/slots_to_score.png
+
+``mpirun -n 128 python examples/pong.py`` trains with 128 slots (games played at once), one
+per rank. A run's result depends on its slot count, never on its rank count (bit for bit),
+so ``mpirun -n 2 python examples/pong.py --slots 128`` computes exactly what 128 ranks
+would, only slower: this measures learning per agent step at many slots on a small machine.
+
+``--run S[:SEED] ...`` trains each slot count S from scratch with the default settings
+(sticky actions; the learning rate scaled by sqrt(S / 16), 512 steps per slot per update):
+``mpirun -n RANKS python examples/pong.py --slots S --seed SEED --target-return T --minutes M
+--log-dir runs/slots/sS[TAG]-SEED`` (T: 0 unless told; SEED: 0 unless told). Any extra
+flags for examples/pong.py go after ``--``. ``--at-once`` starts the runs together (each on
+``--ranks`` ranks) instead of one after the other: agent steps, the measure here, do not
+depend on how busy the machine is, wall minutes do.
+
+Then, for every run in runs/slots, prints the agent steps (and games) at which the mean of
+the last 100 games first reached -15, -10, -5 and 0, and, for a run of 128 or 1,536 slots,
+the projected wall-clock time to 0 on that many ranks (one game each): the agent steps over
+the projected agent steps per second. An update then lasts a rank's piece of play (the
+cost of 512 steps with their gradient that benchmarks/scaling.py recorded, scaled to the
+run's steps per slot and stretched by the waiting scaling.py projects), then the ring
+Allreduce on a 10 Gb/s network and the per-update costs (benchmarks/results/scaling.json,
+or scaling.py's figures in docs/benchmarks.md if that file is missing). Writes
+benchmarks/results/slots_to_score.json and runs/benchmarks/slots_to_score.png (the 100-game
+mean against agent steps, one line per run; ``--out PATH`` elsewhere, ``--docs`` to
+docs/figures/slots_to_score.png).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
+from time_to_score import read  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "runs" / "slots"
+FIGURE = "slots_to_score.png"
+THRESHOLDS = (-15, -10, -5, 0)
+# docs/benchmarks.md, "Scaling" (scaling.py, 2026-11-23, 2 vCPUs): a slot's piece of 512
+# agent steps with its gradient, alone on a rank; the per-update costs outside play (Adam,
+# the fixed-point conversion); and, on a 10 Gb/s network, the ring Allreduce of the 10.2 MB
+# buffer and the share of time ranks wait for the slowest, at 128 and 1,536 ranks.
+DOCUMENTED = {
+    "piece_s": 0.1705,
+    "fixed_s": 0.0039,
+    "allreduce_s": {128: 0.021, 1536: 0.078},
+    "wait": {128: 0.043, 1536: 0.050},
+}
+LINK = "10 Gb/s"
+RANKS = (128, 1536)
+
+
+def cost_model() -> tuple[dict, str]:
+    """scaling.py's figures (benchmarks/results/scaling.json, or the documented ones)."""
+    path = common.RESULTS / "scaling.json"
+    if not path.exists():
+        return DOCUMENTED, "docs/benchmarks.md (scaling.py, 2026-11-23)"
+    s = json.loads(path.read_text())
+    rows = {r["ranks"]: r for r in s["projection"][LINK]}
+    return {
+        "piece_s": float(sum(s["model"]["slot_s"]) / len(s["model"]["slot_s"])),
+        "fixed_s": s["model"]["optimizer_s"],
+        "allreduce_s": {n: rows[n]["allreduce_s"] for n in RANKS},
+        "wait": {n: rows[n]["new_wait_fraction"] for n in RANKS},
+    }, str(path)
+
+
+def steps_per_second(model: dict, n: int, steps_per_slot: int) -> float:
+    """Projected agent steps per second on n ranks holding one game each: an update is a
+    rank's piece of play (scaled to ``steps_per_slot`` steps, stretched by the waiting for
+    the slowest rank), then the Allreduce and the per-update costs."""
+    play = model["piece_s"] * steps_per_slot / 512 / (1 - model["wait"][n])
+    return n * steps_per_slot / (play + model["allreduce_s"][n] + model["fixed_s"])
+
+
+def first_reached(rows: list[dict]) -> dict:
+    """For each threshold, the agent steps and games when the 100-game mean first reached it."""
+    out = {}
+    for t in THRESHOLDS:
+        row = next(
+            (r for r in rows if int(r["episodes"]) >= 100 and float(r["mean100"]) >= t), None
+        )
+        out[t] = row and {"games": int(row["episodes"]), "steps": int(row["steps"])}
+    return out
+
+
+def settings_of(run: Path) -> dict:
+    return json.loads((run / "config.json").read_text())
+
+
+def plot(curves: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, rows in curves.items():
+        rows = [r for r in rows if int(r["episodes"]) >= 100]
+        ax.plot([int(r["steps"]) / 1e6 for r in rows], [float(r["mean100"]) for r in rows],
+                label=name)  # fmt: skip
+    ax.axhline(0, c="grey", lw=0.8)
+    ax.grid(alpha=0.3)
+    ax.set(xlabel="agent steps (millions)", ylabel="mean return of the last 100 games")
+    ax.legend(fontsize=8)
+    ax.set_title("Sticky-action Pong: learning per agent step by slot count")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", nargs="*", default=[], metavar="S[:SEED]", help="train these")
+    p.add_argument("--minutes", type=float, default=90, help="limit per run (90)")
+    p.add_argument("--ranks", type=int, default=2, help="ranks per run (2)")
+    p.add_argument("--at-once", action="store_true", help="start the runs together")
+    p.add_argument(
+        "--target-return", type=float, default=0, help="stop a run at this 100-game mean (0)"
+    )
+    p.add_argument("--tag", default="", help="runs go to runs/slots/sS[TAG]-SEED")
+    common.add_figure_flags(p, FIGURE)
+    args = p.parse_args(argv)
+
+    jobs = []
+    for spec in args.run:
+        slots, _, seed = spec.partition(":")
+        log_dir = RUNS / f"s{slots}{args.tag}-{seed or 0}"
+        pong = [str(ROOT / "examples" / "pong.py"), "--slots", slots, "--seed", seed or "0"]
+        pong += ["--minutes", str(args.minutes), "--target-return", str(args.target_return)]
+        jobs.append((log_dir, [*pong, *extra, "--log-dir", str(log_dir), "--quiet"]))
+    timeout = args.minutes * 60 + 600
+    if args.at_once and jobs:
+        print(f"training {', '.join(args.run)} at once ...", flush=True)
+        outs = common.mpiruns_at_once([(args.ranks, a) for _, a in jobs], timeout=timeout)
+    else:
+        outs = []
+        for spec, (_, a) in zip(args.run, jobs, strict=True):
+            print(f"training {spec} slots ...", flush=True)
+            outs.append(common.mpirun(args.ranks, a, timeout=timeout))
+    for (log_dir, _), out in zip(jobs, outs, strict=True):
+        (log_dir / "train.log").write_text(out)
+
+    model, source = cost_model()
+    runs = sorted(
+        (d for d in RUNS.glob("*") if (d / "progress.csv").exists()),
+        key=lambda d: (settings_of(d)["slots"], d.name),
+    )
+    result = {"machine": common.machine(), "model": model, "model_from": source, "link": LINK,
+              "runs": {}}  # fmt: skip
+    print(f"projected from scaling.py's costs ({source}), {LINK} network")
+    print("| run | slots x steps per slot, learning rate | "
+          + " | ".join(f"to {t:+d}" for t in THRESHOLDS)
+          + " | at the end | projected time to 0 |")  # fmt: skip
+    print("|" + "---|" * (len(THRESHOLDS) + 4))
+    curves = {}
+    for run in runs:
+        curves[run.name] = rows = read(run)
+        cfg, reached, last = settings_of(run), first_reached(rows), rows[-1]
+        S, k = cfg["slots"], cfg["steps_per_slot"]
+        lr = cfg["learning_rate"] * (S / 16) ** 0.5  # the rate in force (the square-root rule)
+        projected = {  # on S ranks, one game each, where S is a rank count projected here
+            n: reached[0]["steps"] / steps_per_second(model, n, k)
+            for n in RANKS
+            if reached[0] and n == S
+        }
+        result["runs"][run.name] = {
+            "slots": S,
+            "steps_per_slot": k,
+            "learning_rate": lr,
+            "reached": reached,
+            "final": {"games": int(last["episodes"]), "steps": int(last["steps"]),
+                      "mean100": float(last["mean100"])},
+            "projected_s_to_0": projected,
+            "projected_steps_per_s": {n: steps_per_second(model, n, k) for n in RANKS},
+        }  # fmt: skip
+        cells = [f"{r['steps'] / 1e6:.1f} M ({r['games']:,} g)" if r else "-"
+                 for r in reached.values()]  # fmt: skip
+        end = f"{float(last['mean100']):+.1f} at {int(last['steps']) / 1e6:.1f} M"
+        proj = ", ".join(f"{s:.0f} s at {n:,} ranks" for n, s in projected.items()) or "-"
+        print(f"| {run.name} | {S} x {k}, {lr:.2g} | " + " | ".join(cells) + f" | {end} | {proj} |")
+    for n in RANKS:
+        rates = ", ".join(f"{k} steps per slot {steps_per_second(model, n, k):,.0f}"
+                          for k in (512, 64))  # fmt: skip
+        print(f"projected agent steps/s at {n:,} ranks: {rates}")
+    if curves:
+        figure = common.figure_path(args, FIGURE)
+        plot(curves, figure)
+        print("wrote", common.write("slots_to_score", result), "and", figure)
+    else:
+        print(f"no runs in {RUNS}: pass --run S")
+
+
+if __name__ == "__main__":
+    main()
