@@ -142,7 +142,7 @@ class PGConfig(Settings):
                                          _int_at_least(1)(v), "None or an int >= 1")
     decay_rate: float = setting(0.99, "RMSProp decay of the squared-gradient average",
                                 "fraction", lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)")
-    entropy_bonus: float = setting(0.0, "weight of the policy's entropy added to the "
+    entropy_bonus: float = setting(0.01, "weight of the policy's entropy added to the "
                                    "objective, against standardised returns (0: none, as in "
                                    "the post)", "non_negative_float",
                                    lambda v: is_real(v) and v >= 0, ">= 0")
@@ -186,14 +186,15 @@ class PGConfig(Settings):
 
 # ParallelPG's named settings (``ParallelPG.from_preset``, ``examples/pong.py --preset``).
 PRESETS = {
-    # The defaults: Adam on the mean over slots of time-boxed pieces of play.
+    # The defaults: Adam on the mean over slots of time-boxed pieces of play, with an entropy
+    # bonus (docs/screens.md: it lifted sticky-action Pong's plateau).
     "fast": PGConfig(),
     # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4, in the
     # post's game: Pong-v0 as gym registered it, a frame skip drawn from {2, 3, 4} at every
     # step and sticky actions (0.25).
     "karpathy": replace(PGConfig(), optimizer="rmsprop", learning_rate=1e-4, slots=10,
                         steps_per_slot=1, whole_games=True, batch_gradient="sum",
-                        sticky_actions=True, frame_skip=[2, 4]),
+                        entropy_bonus=0.0, sticky_actions=True, frame_skip=[2, 4]),
 }  # fmt: skip
 
 

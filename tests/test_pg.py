@@ -238,6 +238,12 @@ def test_steps_count_the_agent_steps_played_not_the_open_rallies_carried_over():
     assert agent.open_rallies.steps  # rallies were open, so the check could fail
 
 
+def test_the_header_names_the_default_entropy_bonus_and_the_posts_preset_has_none():
+    assert ", entropy bonus 0.01 |" in ParallelPG(hidden_size=4, slots=1, quiet=True).header()
+    post = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True)
+    assert "entropy" not in post.header()
+
+
 def test_the_run_header_says_which_pong_protocol_is_in_force():
     for sticky, words in ((True, "| sticky actions (0.25)"), (False, "| deterministic")):
         agent = ParallelPG(hidden_size=4, slots=1, sticky_actions=sticky, quiet=True)
@@ -271,7 +277,8 @@ def test_lr_decay_steps_divides_the_step_size_by_one_plus_steps_over_h(tmp_path)
 
 
 def test_an_entropy_bonus_keeps_the_policy_less_certain():
-    plain, bonus = _cartpole().train(updates=15), _cartpole(entropy_bonus=1.0).train(updates=15)
+    plain = _cartpole(entropy_bonus=0.0).train(updates=15)
+    bonus = _cartpole(entropy_bonus=1.0).train(updates=15)
     observations = np.random.default_rng(0).normal(0, 0.5, (64, 4)).astype(np.float32)
 
     def entropy(agent):
