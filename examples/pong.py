@@ -14,8 +14,9 @@ The default preset, "fast", is the setting that beat sticky-action Pong fastest 
 one per rank, if more ranks), each playing exactly 512 agent steps per update (a rally
 still open carries over), Adam with learning rate 4e-3 on the mean gradient, and an entropy
 bonus of 0.01. "karpathy" is the post's algorithm in the post's game: 10 whole games per
-update, summed gradient, RMSProp 1e-4, no entropy bonus, on Pong-v0's dynamics (a frame skip drawn from 2, 3, 4 at every step, and
-sticky actions). Any flag given replaces the preset's value.
+update, summed gradient, RMSProp 1e-4, no entropy bonus, on Pong-v0's dynamics (a frame
+skip drawn from 2, 3, 4 at every step, and sticky actions). Any flag given replaces the
+preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
 --checkpoint-every updates, at the end, and on Ctrl-C (at the end of the update under way;
 press it twice to stop at once), and writes LOG_DIR/progress.csv (plot it with
