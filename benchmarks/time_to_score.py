@@ -9,7 +9,9 @@
 ranks: ``mpirun -n 2 python examples/pong.py --preset PRESET --seed SEED --minutes M
 --target-return T --log-dir runs/tts/PRESET-PROTOCOL[TAG]-SEED`` (T: 15 unless told;
 PROTOCOL: ``sticky``, ALE v5's sticky actions, repeat_action_probability 0.25 as Machado et
-al. 2018 set the standard, or ``deterministic`` with ``--deterministic``). It then evaluates
+al. 2018 set the standard, or ``deterministic`` with ``--deterministic``); any flags after
+``--`` go to examples/pong.py as well (a screen: ``--tag=-mix -- --deterministic-games
+0.5``). It then evaluates
 the final policy over 100 new games under both protocols, sampling its actions as it
 trained and taking the most likely one (greedy): a policy that beats Pong beats it under
 both, and a score cannot come from memorising a deterministic game. Each evaluation is the
@@ -118,6 +120,9 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
 
 
 def main() -> None:
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run", nargs="*", default=[], metavar="PRESET:SEED", help="train these")
     p.add_argument("--minutes", type=float, default=30, help="limit per run (30)")
@@ -130,7 +135,7 @@ def main() -> None:
     p.add_argument("--deterministic", action="store_true", help="train without sticky actions")
     p.add_argument("--evaluate", help=argparse.SUPPRESS)
     common.add_figure_flags(p, FIGURE)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.evaluate:
         return evaluate(args.evaluate, args.games)
 
@@ -141,6 +146,7 @@ def main() -> None:
         pong = [str(ROOT / "examples" / "pong.py"), "--preset", preset, "--seed", seed]
         limits = ["--minutes", str(args.minutes), "--target-return", str(args.target_return)]
         limits += ["--deterministic"] if args.deterministic else []
+        limits += extra
         print(f"training {spec} ...", flush=True)
         out = common.mpirun(
             args.ranks, [*pong, *limits, "--log-dir", str(log_dir)], timeout=args.minutes * 60 + 600

@@ -166,6 +166,10 @@ class PGConfig(Settings):
                                    "0.25, the standard since Machado et al. 2018); "
                                    "--deterministic turns them off", bool, is_bool,
                                    "True or False")
+    deterministic_games: float = setting(0.0, "with sticky actions, the share of training "
+                                         "games played without them, each game drawing "
+                                         "which from its own stream (0: none)", "fraction",
+                                         lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)")
     frame_skip: int | list = setting(4, "Pong's emulator frames per agent step: 4 (ALE v5's), "
                                      "or [2, 4], drawn uniformly from 2, 3, 4 at every step "
                                      "from the game's own stream (gym's Pong-v0, the post's "

@@ -281,6 +281,8 @@ class ParallelPG:
         if self.probe.is_pong:  # which protocol the logged scores are under
             played = pong.protocol(c["sticky_actions"], c["frame_skip"])
             text += " | " + played.replace("sticky", "sticky actions (0.25)")
+            if c["sticky_actions"] and c["deterministic_games"]:
+                text += f", {c['deterministic_games']:.0%} of games deterministic"
         return text
 
     def units(self) -> tuple[int, str, str]:

@@ -81,13 +81,24 @@ class PongGame(Game):
         frame_skip: emulator frames per agent step: an int (4, ALE v5's), or ``[low, high]``:
             drawn uniformly from low..high at every step, before that step's sticky draws and
             from the same stream (``[2, 4]``: gym's Pong-v0, the post's game).
+        deterministic_games: with ``sticky``, the probability that a game is played
+            without sticky actions, drawn at every ``new_game`` from the same stream
+            (training on both protocols).
     """
 
     is_pong = True
 
-    def __init__(self, sticky: bool = False, max_steps: int | None = None, frame_skip=4):
+    def __init__(
+        self,
+        sticky: bool = False,
+        max_steps: int | None = None,
+        frame_skip=4,
+        deterministic_games: float = 0.0,
+    ):
         super().__init__(PONG_ID, max_steps)  # without ALE's sticky actions: see _advance()
         self.sticky = bool(sticky)
+        self._mixed = float(deterministic_games) if self.sticky else 0.0
+        self._sticky_now = self.sticky  # this game's protocol
         drawn = isinstance(frame_skip, (list, tuple))
         self._skips = (int(frame_skip[0]), int(frame_skip[1]) + 1) if drawn else None
         self._frameskip = None if drawn else int(frame_skip)
@@ -123,6 +134,8 @@ class PongGame(Game):
             self._seen[...] = 255  # every pixel counts as changed, so that
             self._pong_input()  # the last frame becomes this one
             self._start = self._ale.cloneState(), self._seen.copy(), self._prev.copy()
+        if self._mixed:
+            self._sticky_now = bool(self._sticky_rng.random() >= self._mixed)
         # the first input is zero; ALE's reset applied NOOP last
         self.x = PongGame._NONE
         self._applied = type(self._ale_actions[0]).NOOP
@@ -140,7 +153,7 @@ class PongGame(Game):
             frames = int(self._sticky_rng.integers(*self._skips))
         self.frames = frames
         for _ in range(frames):
-            if self.sticky:  # with probability 0.25, the frame before's action again
+            if self._sticky_now:  # with probability 0.25, the frame before's action again
                 if self._sticky_rng.random() >= STICKY:
                     self._applied = act
                 reward += ale.act(self._applied)
@@ -205,7 +218,8 @@ class PongGame(Game):
             out["prev"] = self._prev.copy()
             out["x"] = dense(self.x, 6400).astype(np.int8)
         if self._sticky_rng is not None:
-            out["sticky"] = np.array([*_pcg64_words(self._sticky_rng), self._applied.value],
+            out["sticky"] = np.array([*_pcg64_words(self._sticky_rng), self._applied.value]
+                                     + ([self._sticky_now] if self._mixed else []),
                                      dtype=np.uint64)  # fmt: skip
         return out
 
@@ -218,8 +232,11 @@ class PongGame(Game):
         if "ale" in snap:
             self._ale.restoreState(ale_py.ALEState(snap["ale"].tobytes()))
         if "sticky" in snap:
-            self._sticky_rng = _pcg64_from_words(snap["sticky"][:-1])
-            self._applied = ale_py.Action(int(snap["sticky"][-1]))
+            words = snap["sticky"]
+            if self._mixed:  # this game's protocol, last
+                self._sticky_now, words = bool(words[-1]), words[:-1]
+            self._sticky_rng = _pcg64_from_words(words[:-1])
+            self._applied = ale_py.Action(int(words[-1]))
         if live:
             # The palette indices of the last frame are not saved: mark them unknown, so the
             # next step compares every pixel's foreground with the saved one.

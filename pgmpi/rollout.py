@@ -25,13 +25,18 @@ from pgmpi.pong import PongGame
 
 
 def make_game(
-    env: str | Callable, sticky: bool = False, max_steps: int | None = None, frame_skip=4
+    env: str | Callable,
+    sticky: bool = False,
+    max_steps: int | None = None,
+    frame_skip=4,
+    deterministic_games: float = 0.0,
 ) -> Game:
     """A :class:`~pgmpi.pong.PongGame` for Pong's id (``sticky``: with sticky actions;
-    ``frame_skip``: 4, or [low, high] drawn at every step), else a
-    :class:`~pgmpi.envs.Game` of ``env``."""
+    ``frame_skip``: 4, or [low, high] drawn at every step; ``deterministic_games``: the
+    share of games played without sticky actions), else a :class:`~pgmpi.envs.Game` of
+    ``env``."""
     if env == PONG_ID:
-        return PongGame(sticky, max_steps, frame_skip)
+        return PongGame(sticky, max_steps, frame_skip, deterministic_games)
     return Game(env, max_steps)
 
 
@@ -48,7 +53,13 @@ def make_games(env: str | Callable, slots: list[int], cfg) -> tuple[dict, Game |
     """
     try:
         games = {
-            k: make_game(env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip)
+            k: make_game(
+                env,
+                cfg.sticky_actions,
+                cfg.max_episode_steps,
+                cfg.frame_skip,
+                cfg.deterministic_games,
+            )
             for k in slots or [-1]
         }
     except Exception as e:  # any failure to make the env is the user's input
