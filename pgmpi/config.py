@@ -168,7 +168,8 @@ class PGConfig(Settings):
                                    "True or False")
     deterministic_games: float = setting(0.0, "with sticky actions, the share of training "
                                          "games played without them, each game drawing "
-                                         "which from its own stream (0: none)", "fraction",
+                                         "which from its own stream; the logged scores are "
+                                         "the sticky games' (0: none)", "fraction",
                                          lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)")
     frame_skip: int | list = setting(4, "Pong's emulator frames per agent step: 4 (ALE v5's), "
                                      "or [2, 4], drawn uniformly from 2, 3, 4 at every step "

@@ -226,14 +226,15 @@ class ParallelPG:
         mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
         finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
         ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
-        games = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
-        for _, ret, _ in games:
+        played = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
+        games = [g for g in played if g[3]]  # the run's protocol only (deterministic_games)
+        for _, ret, _, _ in games:
             rr = self.running_reward
             self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
             self.recent_returns.append(ret)
         figures = [r for _, r in ranks]
         self.update += 1
-        self.episodes += len(games)
+        self.episodes += len(played)
         self.steps += sum(r["steps"] for r in figures)
         cap = c["max_episode_steps"]
         running = float("nan") if self.running_reward is None else self.running_reward
@@ -282,7 +283,8 @@ class ParallelPG:
             played = pong.protocol(c["sticky_actions"], c["frame_skip"])
             text += " | " + played.replace("sticky", "sticky actions (0.25)")
             if c["sticky_actions"] and c["deterministic_games"]:
-                text += f", {c['deterministic_games']:.0%} of games deterministic"
+                text += (f", {c['deterministic_games']:.0%} of games deterministic "
+                         "(logged: the sticky ones)")  # fmt: skip
         return text
 
     def units(self) -> tuple[int, str, str]:

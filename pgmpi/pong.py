@@ -115,6 +115,12 @@ class PongGame(Game):
         self._seen = np.full(6400, 255, dtype=np.uint8)
         self._prev = np.zeros(6400, dtype=np.int8)
 
+    @property
+    def counted(self) -> bool:
+        """Whether this game plays under the run's protocol (with ``deterministic_games``,
+        only its sticky games do), so that its score counts in the logged scores."""
+        return self._sticky_now == self.sticky
+
     def _sizes(self, obs_space, n_actions: int) -> tuple[int, int]:
         return 80 * 80, 2
 

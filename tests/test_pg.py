@@ -254,6 +254,30 @@ def test_the_run_header_says_which_pong_protocol_is_in_force():
     assert "sticky" not in ParallelPG(env="CartPole-v1", hidden_size=4, slots=1).header()
 
 
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_with_deterministic_games_only_the_sticky_games_are_logged(share, monkeypatch):
+    """Games cut at 40 steps, 4 slots, 3 updates: every game is counted in ``episodes``, and
+    only those played with sticky actions in the logged scores (``charts/games``)."""
+    rows, counted = [], []
+    agent = ParallelPG(hidden_size=4, slots=4, steps_per_slot=40, max_episode_steps=40,
+                       deterministic_games=share, quiet=True)  # fmt: skip
+    played = agent.games[0].__class__.step
+
+    def step(game, a):  # record each game's protocol as it ends
+        out = played(game, a)
+        if not game.live:
+            counted.append(game._sticky_now)
+        return out
+
+    monkeypatch.setattr(agent.games[0].__class__, "step", step)
+    agent.train(updates=3, callback=rows.append)
+    assert agent.episodes == len(counted) == 12
+    assert sum(r["charts/games"] for r in rows) == sum(counted)
+    assert (0 < sum(counted) < 12) if share else sum(counted) == 12
+    if share:
+        assert "50% of games deterministic (logged: the sticky ones)" in agent.header()
+
+
 def test_lr_decay_steps_divides_the_step_size_by_one_plus_steps_over_h(tmp_path):
     rates = []
     agent = _cartpole(lr_decay_steps=100)

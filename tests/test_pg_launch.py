@@ -109,6 +109,25 @@ def test_pong_v0_dynamics_resume_exactly_mid_game_on_another_rank_count(tmp_path
     assert _hash(rest) == whole
 
 
+def test_deterministic_games_resume_exactly_mid_game_on_another_rank_count(tmp_path):
+    """Half the games without sticky actions, drawn per game (games cut at 70 steps, so
+    each slot draws again): 4 updates on 1 rank, or 2 on 2 ranks then 2 more on 3, give the
+    same parameters and the same logged scores."""
+    mixed = [*PONG, "--deterministic-games", "0.5", "--max-episode-steps", "70"]
+    whole = run_mpi(1, [SCRIPT, *mixed, "--updates", "4", "--log-dir", str(tmp_path / "a")])
+    first = run_mpi(2, [SCRIPT, *mixed, "--updates", "2", "--log-dir", str(tmp_path / "b")])
+    assert first.returncode == 0, first.stderr[-3000:]
+    rest = run_mpi(
+        3, [SCRIPT, *mixed, "--updates", "4", "--log-dir", str(tmp_path / "b"), "--resume"]
+    )
+    assert _hash(rest) == _hash(whole)
+    a, b = (_learning_columns(tmp_path / d / "progress.csv") for d in "ab")
+    assert len(a) == 4 and a == b
+    plain = run_mpi(1, [SCRIPT, *PONG, "--max-episode-steps", "70", "--updates", "4",
+                        "--log-dir", str(tmp_path / "c")])  # fmt: skip
+    assert _hash(plain) != _hash(whole)  # the deterministic games changed the play
+
+
 def test_pong_resume_is_exact_with_games_in_progress_and_a_new_rank_count(tmp_path):
     """Stop after 2 updates on 2 ranks with games half played, go on to 4 on 3 ranks."""
     whole = _hash(run_mpi(1, [SCRIPT, *PONG, "--updates", "4", "--log-dir", str(tmp_path / "a")]))
