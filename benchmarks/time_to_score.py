@@ -85,11 +85,16 @@ def first_reached(rows: list[dict], ranks: int) -> dict:
 
 
 def read(run: Path) -> list[dict]:
-    rows = []
+    """The run's rows; minutes count on across a resume (whose seconds start again at 0)."""
+    rows, offset, last = [], 0.0, 0.0
     for r in csv.DictReader(open(run / "progress.csv")):
+        seconds = float(r["time/elapsed_s"])
+        if seconds < last:  # resumed: go on from the last row before it
+            offset += last
+        last = seconds
         rows.append({
             "episodes": r["episodes"], "steps": r["steps"],
-            "mean100": r["charts/mean_return_100"], "minutes": float(r["time/elapsed_s"]) / 60,
+            "mean100": r["charts/mean_return_100"], "minutes": (offset + seconds) / 60,
         })  # fmt: skip
     return rows
 

@@ -120,7 +120,7 @@ def writable_problem(
                 f"checkpoint {str(path)!r} holds a {theirs[0]} run on {theirs[1]!r}; this "
                 f"{algorithm} run on {env!r} would replace it: choose another log dir or path"
             )
-        if not overwrite and (fresh or meta.get("config") != config):
+        if not overwrite and (fresh or not _same_run(meta.get("config", {}), config)):
             count = ", ".join(f"{k} {meta[k]}" for k in ("update", "generation") if k in meta)
             return (
                 f"checkpoint {str(path)!r} holds an earlier run ({count}): continue it with "
@@ -142,6 +142,13 @@ def writable_problem(
     except OSError as e:
         return f"cannot write checkpoint {str(path)!r}: {e.strerror or e}"
     return None
+
+
+def _same_run(saved: dict, config: dict) -> bool:
+    """Whether ``config``, a resumed run's settings, are those of the run ``saved`` came
+    from. A checkpoint written before a setting existed lacks it, and loads with its
+    default: such a setting matches."""
+    return set(saved) <= set(config) and all(saved.get(k, v) == v for k, v in config.items())
 
 
 def _meta_of(path: Path) -> dict | None:

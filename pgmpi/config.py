@@ -189,6 +189,12 @@ class PGConfig(Settings):
     # fmt: on
 
 
+# What ParallelPG did before each of these settings existed: a checkpoint written then lacks
+# the setting, and resumes with this value (not today's default), so it plays on as it ran.
+PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
+                 deterministic_games=0.0)  # fmt: skip
+
+
 # ParallelPG's named settings (``ParallelPG.from_preset``, ``examples/pong.py --preset``).
 PRESETS = {
     # The defaults: Adam on the mean over slots of time-boxed pieces of play, with an entropy

@@ -25,7 +25,15 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, pong, rng, rollout, threads
-from pgmpi.config import EVALUATE_RULES, PRESETS, PGConfig, is_int, resolve, rules_problem
+from pgmpi.config import (
+    EVALUATE_RULES,
+    PG_BEFORE,
+    PRESETS,
+    PGConfig,
+    is_int,
+    resolve,
+    rules_problem,
+)
 from pgmpi.envs import PONG_ID
 from pgmpi.logger import mean, rank_figures
 from pgmpi.networks import TwoLayerPolicy
@@ -370,7 +378,7 @@ class ParallelPG:
         Collective: every rank must call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
-        agent = cls(**settings)
+        agent = cls(**{**PG_BEFORE, **settings})  # a setting newer than the checkpoint
         with checkpoint.complete(path, cls.algorithm):  # a missing key: a ConfigError
             checkpoint.restore_params(path, arrays["params"], agent.net.params)
             agent.optimizer.set_state(arrays)

@@ -278,6 +278,28 @@ def test_with_deterministic_games_only_the_sticky_games_are_logged(share, monkey
         assert "50% of games deterministic (logged: the sticky ones)" in agent.header()
 
 
+def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
+    """A checkpoint written before entropy_bonus and deterministic_games existed lacks them
+    (rewritten here without them): it resumes with the values in force then (no bonus), not
+    today's defaults, into the same log dir, exactly as a run never stopped."""
+    import json
+
+    ck = tmp_path / "ck.npz"
+    whole = _cartpole(entropy_bonus=0.0).train(episodes=16)
+    _cartpole(entropy_bonus=0.0).train(episodes=8).save(ck)
+    with np.load(ck) as data:
+        arrays = dict(data)
+    meta = json.loads(arrays["__meta__"].tobytes().decode())
+    for name in ("entropy_bonus", "deterministic_games"):
+        del meta["config"][name]
+    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(ck, **arrays)
+    back = ParallelPG.load(ck, quiet=True)
+    assert back.config["entropy_bonus"] == 0.0
+    back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
+    assert np.array_equal(back.net.params, whole.net.params)
+
+
 def test_lr_decay_steps_divides_the_step_size_by_one_plus_steps_over_h(tmp_path):
     rates = []
     agent = _cartpole(lr_decay_steps=100)
