@@ -20,7 +20,8 @@ preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
 --checkpoint-every updates, at the end, and on Ctrl-C (at the end of the update under way;
 press it twice to stop at once), and writes LOG_DIR/progress.csv (plot it with
-``python -m pgmpi.plot LOG_DIR``); --trace adds LOG_DIR/trace.csv, each rank's time per
+``python -m pgmpi.plot LOG_DIR``), and at the end prints the mean of the last 100 games and
+the protocol it was scored under; --trace adds LOG_DIR/trace.csv, each rank's time per
 update (draw it with ``python -m pgmpi.plot --timeline LOG_DIR``). One run at a time may use
 a log dir. --resume continues only a Pong checkpoint, with its settings: the settings flags
 it ignores are named.
@@ -38,6 +39,7 @@ from pgmpi.cli import (
     positive_int,
 )
 from pgmpi.config import PRESETS
+from pgmpi.pong import protocol
 
 
 def main() -> None:
@@ -68,6 +70,11 @@ def main() -> None:
         checkpoint_path=args.log_dir / "checkpoint.npz",
         checkpoint_every=args.checkpoint_every,
     )
+    if mpi.is_root() and not args.quiet:  # the score reached, and under which protocol
+        scores, c = list(agent.recent_returns), agent.config
+        mean = f"{sum(scores) / len(scores):+.2f}" if scores else "none yet"
+        played = protocol(c["sticky_actions"], c["frame_skip"])
+        print(f"score: {mean} (mean of the last {len(scores)} games); protocol: {played}")
 
 
 if __name__ == "__main__":

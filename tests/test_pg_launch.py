@@ -278,5 +278,10 @@ def test_pong_example_is_sticky_unless_deterministic(tmp_path):
         proc = run_mpi(1, ["examples/pong.py", *tiny, *flags, "--log-dir", str(log_dir)])
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert words in proc.stdout, proc.stdout[-2000:]
+        said = "deterministic" if flags else "sticky"  # the last line: the score and protocol
+        assert (
+            proc.stdout.splitlines()[-1]
+            == f"score: none yet (mean of the last 0 games); protocol: {said}"
+        )
         saved = json.loads((log_dir / "config.json").read_text())
         assert saved["sticky_actions"] is (not flags)
