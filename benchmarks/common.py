@@ -36,6 +36,13 @@ def add_figure_flags(parser, name: str) -> None:
     )
 
 
+def split_extra(argv: list[str]) -> tuple[list[str], list[str]]:
+    """A benchmark's own arguments, and those after ``--`` (for examples/pong.py)."""
+    if "--" not in argv:
+        return argv, []
+    return argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+
+
 def figure_path(args, name: str) -> Path:
     """Where the figure ``name`` goes, from the flags of ``add_figure_flags``."""
     return DOCS_FIGURES / name if args.docs else args.out

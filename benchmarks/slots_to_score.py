@@ -120,9 +120,7 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
 
 
 def main() -> None:
-    argv = sys.argv[1:]
-    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
-    argv = argv[: argv.index("--")] if "--" in argv else argv
+    argv, extra = common.split_extra(sys.argv[1:])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run", nargs="*", default=[], metavar="S[:SEED]", help="train these")
     p.add_argument("--minutes", type=float, default=90, help="limit per run (90)")

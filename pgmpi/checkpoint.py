@@ -146,8 +146,8 @@ def writable_problem(
 
 def _same_run(saved: dict, config: dict) -> bool:
     """Whether ``config``, a resumed run's settings, are those of the run ``saved`` came
-    from. A checkpoint written before a setting existed lacks it, and loads with its
-    default: such a setting matches."""
+    from. A checkpoint written before a setting existed lacks it, and loads with the value
+    in force before it (``PG_BEFORE`` for ParallelPG): such a setting matches."""
     return set(saved) <= set(config) and all(saved.get(k, v) == v for k, v in config.items())
 
 
