@@ -8,7 +8,8 @@ Writes, into ``--out-dir`` (runs/benchmarks; with ``--docs``, docs/figures, the 
 figures docs/benchmarks.md and the tutorial show):
 
 * ``time_to_score.png``: the 100-game mean against minutes and agent steps of every run in
-  ``RUNS/tts`` (made by ``benchmarks/time_to_score.py --run ...``, about an hour each);
+  ``RUNS/tts`` (made by ``benchmarks/time_to_score.py --run ...``, about an hour each) and
+  of those kept in docs/figures/time_to_score.json when the figure was last drawn;
 * ``scaling.png``: the projection in ``RESULTS/scaling.json`` (``benchmarks/scaling.py``);
 * ``oversubscription.png``: agent steps/s per rank with BLAS threads capped and uncapped,
   from ``RESULTS/throughput.json`` (``benchmarks/throughput.py``);
@@ -126,7 +127,9 @@ def main() -> None:
     made.append(timeline(traced, args.out_dir / "timeline.png"))
 
     tts = sorted(d for d in (args.runs / "tts").glob("*") if (d / "progress.csv").exists())
-    curves = {d.name: time_to_score.read(d) for d in tts}
+    kept = {} if args.quick else time_to_score.kept_runs()
+    curves = {name: run["rows"] for name, run in kept.items()}
+    curves.update({d.name: time_to_score.read(d) for d in tts})
     if not curves and args.quick:
         curves = {"quick timeline run": time_to_score.read(traced)}
     if curves:

@@ -23,7 +23,9 @@ the last 100 games reached -15, -10, -5, 0, +10 and +15 (core-hours = minutes x 
 writes benchmarks/results/time_to_score.json and runs/benchmarks/time_to_score.png (the
 100-game mean against wall minutes and against agent steps, every run on one figure;
 ``--out PATH`` elsewhere, ``--docs`` to docs/figures/time_to_score.png, the tracked one the
-docs/benchmarks.md shows).
+docs/benchmarks.md shows). ``--docs`` also keeps every run it drew, thinned, in
+docs/figures/time_to_score.json, so the table and figure outlive runs/ (not tracked): a
+kept run missing from runs/tts is listed as "(kept)" and drawn from there.
 """
 
 from __future__ import annotations
@@ -41,19 +43,23 @@ import common  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "tts"
 FIGURE = "time_to_score.png"
+KEPT = common.DOCS_FIGURES / "time_to_score.json"
 THRESHOLDS = (-15, -10, -5, 0, 10, 15)
 
 
 def evaluate(checkpoint: str, games: int) -> None:
     """Under mpirun: the final policy over ``games`` new games under each protocol, sampled
-    and greedy: the mean, its 95% confidence interval and the games won."""
+    and greedy: the mean, its 95% confidence interval and the games won. A run with a frame
+    skip other than ALE v5's 4 (the karpathy preset's Pong-v0) also plays its own game."""
     import numpy as np
 
     from pgmpi import ParallelPG, mpi
 
     agent = ParallelPG.load(checkpoint, quiet=True)
-    out = {}
-    for protocol, sticky in (("sticky", True), ("deterministic", False)):
+    out, protocols = {}, [("sticky", True), ("deterministic", False)]
+    if agent.config["frame_skip"] != 4:  # the karpathy preset: its own game too (Pong-v0's)
+        protocols.append(("as_trained", None))
+    for protocol, sticky in protocols:
         for policy, greedy in (("sampled", False), ("greedy", True)):
             mean = float(agent.evaluate(games, greedy=greedy, sticky=sticky))
             r = agent.evaluation_returns
@@ -164,51 +170,64 @@ def main() -> None:
         (log_dir / "evaluation.json").write_text(score.strip().splitlines()[-1] + "\n")
 
     runs = sorted(d for d in RUNS.glob("*") if (d / "progress.csv").exists())
-    result, curves = {"machine": common.machine(), "ranks": args.ranks, "runs": {}}, {}
+    summary = kept_runs()  # the runs the docs figure drew, where runs/tts lacks them
+    for run in runs:
+        rows = read(run)
+        evaluation = run / "evaluation.json"
+        summary[run.name] = {
+            "reached": first_reached(rows, args.ranks),
+            "final": {k: float(v) for k, v in rows[-1].items()},
+            "evaluation": json.loads(evaluation.read_text()) if evaluation.exists() else None,
+            "rows": thin(rows),
+        }
+    if not summary:
+        return print(f"no runs in {RUNS}: pass --run PRESET:SEED")
     head = (
         "| run | "
         + " | ".join(f"to {t:+d}" for t in THRESHOLDS)
-        + " | final eval, sticky (sampled / greedy) | deterministic (sampled / greedy) |"
+        + " | final eval, sticky (sampled / greedy) | deterministic (sampled / greedy)"
+        + " | its own game, if not ALE v5's (sampled / greedy) |"
     )
-    print(head + "\n|" + "---|" * (len(THRESHOLDS) + 3))
-    for run in runs:
-        curves[run.name] = rows = read(run)
-        reached = first_reached(rows, args.ranks)
-        evaluation = (
-            json.loads((run / "evaluation.json").read_text())
-            if (run / "evaluation.json").exists()
-            else None
-        )
-        last = rows[-1]
-        result["runs"][run.name] = {
-            "reached": reached,
-            "final": {"games": int(last["episodes"]), "steps": int(last["steps"]),
-                      "minutes": last["minutes"], "mean100": float(last["mean100"])},
-            "evaluation": evaluation,
-        }  # fmt: skip
+    print(head + "\n|" + "---|" * (len(THRESHOLDS) + 4))
+    for name, run in sorted(summary.items()):
         cells = [
             f"{r['games']:,} g, {r['steps'] / 1e6:.1f} M, {r['minutes']:.1f} min, "
             f"{r['core_hours']:.2f} ch"
             if r
             else "not reached"
-            for r in reached.values()
+            for r in run["reached"].values()
         ]
+        evaluation = run["evaluation"]
         ev = [
             " / ".join(
                 "{mean:+.1f} [{0:+.1f}, {1:+.1f}]".format(*e["ci95"], mean=e["mean"])
                 for e in (evaluation[f"{protocol}_sampled"], evaluation[f"{protocol}_greedy"])
             )
-            if evaluation
+            if evaluation and f"{protocol}_sampled" in evaluation
             else "-"
-            for protocol in ("sticky", "deterministic")
+            for protocol in ("sticky", "deterministic", "as_trained")
         ]
-        print(f"| {run.name} | " + " | ".join(cells + ev) + " |")
-    if curves:
-        figure = common.figure_path(args, FIGURE)
-        plot(curves, figure)
-        print("wrote", common.write("time_to_score", result), "and", figure)
-    else:
-        print(f"no runs in {RUNS}: pass --run PRESET:SEED")
+        kept = "" if (RUNS / name).is_dir() else " (kept)"
+        print(f"| {name}{kept} | " + " | ".join(cells + ev) + " |")
+    figure = common.figure_path(args, FIGURE)
+    plot({name: run["rows"] for name, run in summary.items()}, figure)
+    if args.docs:
+        KEPT.write_text(json.dumps(summary, separators=(",", ":")) + "\n")
+    result = {"machine": common.machine(), "ranks": args.ranks, "runs": summary}
+    print("wrote", common.write("time_to_score", result), "and", figure)
+
+
+def thin(rows: list[dict], most: int = 400) -> list[dict]:
+    """At most about ``most`` of a run's rows, evenly spaced, the last one kept, as numbers."""
+    kept = rows[:: max(1, len(rows) // most)] + rows[-1:]
+    return [{k: round(float(v), 3) for k, v in r.items()} for r in kept]
+
+
+def kept_runs() -> dict:
+    """The runs the docs figure drew when ``--docs`` last ran, kept in docs/figures (runs/ is
+    not tracked, so a new checkout has none of them): name -> reached, final, evaluation and
+    thinned rows. A run in runs/tts replaces its kept copy."""
+    return json.loads(KEPT.read_text()) if KEPT.exists() else {}
 
 
 if __name__ == "__main__":
