@@ -268,9 +268,10 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
 
 
 def compare_predictors(costs: dict, phases: dict) -> dict:
-    """Self-scheduled idle share at 63 and 128 ranks (full population and episodes) with
-    other predictions in place of PrunedGA's, from generation 1 of the recording on:
-    {predictor: {phase: {n: idle}}}. "perfect" orders the units by their recorded cost."""
+    """Self-scheduled idle share at 63 and 128 ranks (full population and episodes), units
+    taken in the order of other predictions (0.2's way), and PrunedGA's order now, from
+    generation 1 of the recording on: {predictor: {phase: {n: idle}}}. "perfect" orders
+    the units by their recorded cost."""
     steps, seconds = costs["steps"], costs["seconds"]
     fetch = max(costs["fetch_s"], 2 * LINK[1])
     out = {}
@@ -297,7 +298,7 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
                 out.setdefault(name, {}).setdefault(n, {})[g] = idle
         for n in (63, 128):
             span = informed_makespan(informed, seconds[g], steps[g][:, 0], n, fetch)
-            name = "PrunedGA's, then first episodes first (now)"
+            name = "PrunedGA's, first episodes first, then what they showed (PrunedGA now)"
             out.setdefault(name, {}).setdefault(n, {})[g] = 1 - unit.sum() / (n * span)
     return {
         name: {
