@@ -8,7 +8,8 @@
 
 Pong is played as the field scores it since Machado et al. (2018): with ALE v5's sticky
 actions (each emulator frame repeats the previous frame's action with probability 0.25);
---deterministic plays the deterministic emulator instead. The run header says which.
+--deterministic plays the deterministic emulator instead (with --preset karpathy, add
+--frame-skip 4). The run header says which.
 The default preset, "fast", is the setting that beat sticky-action Pong fastest on our
 2-core machine (docs/screens.md, docs/benchmarks.md "Time to score"): 16 games at once (or
 one per rank, if more ranks), each playing exactly 512 agent steps per update (a rally
@@ -55,7 +56,8 @@ def main() -> None:
         dest="sticky_actions",
         action="store_false",
         default=argparse.SUPPRESS,
-        help="play the deterministic emulator, without sticky actions (as --no-sticky-actions)",
+        help="play without sticky actions (as --no-sticky-actions): the deterministic "
+        "emulator at frame skip 4 (with --preset karpathy, add --frame-skip 4)",
     )
     add_run_flags(p, "runs/pong", "update", ParallelPG.train)
     args = p.parse_args()

@@ -84,7 +84,9 @@ def add_settings(parser: argparse.ArgumentParser, defaults, label: str = "") -> 
         if flag is None:
             continue
         value = getattr(defaults, f.name)
-        shown = " ".join(map(str, value)) if isinstance(value, list) else value
+        shown = value
+        if isinstance(value, list):
+            shown = "-".join(map(str, value)) if flag == "frame_skip" else " ".join(map(str, value))
         kwargs = dict(f.metadata["argparse"], default=argparse.SUPPRESS)
         if flag is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
@@ -200,12 +202,27 @@ def fraction(text: str) -> float:
     return value
 
 
+def frame_skip(text: str) -> int | list:
+    """``4`` (every agent step 4 frames) or ``2-4`` (drawn from 2, 3, 4 at every step)."""
+    try:
+        low, dash, high = text.partition("-")
+        value = [int(low), int(high)] if dash else int(low)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected N or LOW-HIGH, e.g. 4 or 2-4, got {text!r}"
+        ) from None
+    if min(value if isinstance(value, list) else [value]) < 1:
+        raise argparse.ArgumentTypeError(f"frames must be >= 1, got {text}")
+    return value
+
+
 # The parsers a settings field names (pgmpi.config.setting's ``flag``).
 FLAG_TYPES = {
     "positive_int": positive_int,
     "positive_float": positive_float,
     "non_negative_float": non_negative_float,
     "fraction": fraction,
+    "frame_skip": frame_skip,
     "int": int,
     "float": float,
     "str": str,

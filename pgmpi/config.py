@@ -174,7 +174,8 @@ class PGConfig(Settings):
     frame_skip: int | list = setting(4, "Pong's emulator frames per agent step: 4 (ALE v5's), "
                                      "or [2, 4], drawn uniformly from 2, 3, 4 at every step "
                                      "from the game's own stream (gym's Pong-v0, the post's "
-                                     "game)", None, lambda v: _int_at_least(1)(v) or (
+                                     "game; the flag: 4 or 2-4)", "frame_skip",
+                                     lambda v: _int_at_least(1)(v) or (
                                          isinstance(v, (list, tuple)) and len(v) == 2
                                          and all(_int_at_least(1)(x) for x in v)
                                          and v[0] <= v[1]),

@@ -18,6 +18,11 @@ from pgmpi import cli
         (cli.positive_float, "inf", None),
         (cli.fraction, "0", 0.0),
         (cli.fraction, "1", None),
+        (cli.frame_skip, "4", 4),
+        (cli.frame_skip, "2-4", [2, 4]),
+        (cli.frame_skip, "0", None),
+        (cli.frame_skip, "2-", None),
+        (cli.frame_skip, "two", None),
     ],
 )
 def test_command_line_types(parse, text, ok):

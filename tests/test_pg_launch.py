@@ -285,3 +285,13 @@ def test_pong_example_is_sticky_unless_deterministic(tmp_path):
         )
         saved = json.loads((log_dir / "config.json").read_text())
         assert saved["sticky_actions"] is (not flags)
+
+
+def test_the_karpathy_preset_plays_ale_v5s_deterministic_game_with_frame_skip_4(tmp_path):
+    tiny = ["--updates", "1", "--hidden-size", "4", "--episodes", "1"]
+    flags = ["--preset", "karpathy", "--deterministic", "--frame-skip", "4"]
+    proc = run_mpi(1, ["examples/pong.py", *tiny, *flags, "--log-dir", str(tmp_path)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[-1].endswith("protocol: deterministic"), proc.stdout[-2000:]
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["frame_skip"] == 4 and saved["sticky_actions"] is False
