@@ -16,16 +16,12 @@ the synaptolytic-learning benchmark's), launching itself under mpirun, one run a
 
 Then, from the recorded generations, early (the first three) and late (the last three),
 projects for n = 1 ... 1,536 ranks the share of rank time spent idle, 1 - work / (n x
-makespan), and the speed-up over 1 rank, for four ways of sharing out a generation:
+makespan), and the speed-up over 1 rank, for three ways of sharing out a generation:
 
 * ``old``: whole individuals, longest-first by the parent's steps (pgmpi before units);
 * ``static``: units, longest-first by predicted cost (``schedule.balance`` over units);
-* ``ordered``: units in predicted order, each taken by the first free rank, plus one fetch
-  from the shared counter per unit (pgmpi 0.2, ``schedule.self_scheduled``);
-* ``dynamic``: what PrunedGA does (``schedule.first_episodes_first``): every individual's
-  first episode first, in predicted order, then the other episodes of those whose first
-  episode is still running or ran longest, each taken by the first free rank after one
-  fetch.
+* ``dynamic``: units in predicted order, each taken by the first free rank (what PrunedGA
+  does), plus one fetch from the shared counter per unit.
 
 Units are predicted as PrunedGA predicts them (``schedule.predict``: an unchanged elite at
 its own longest episode in the generation before, a mutated child at no less than that
@@ -64,7 +60,6 @@ import common  # noqa: E402
 
 RANKS = [1, 2, 4, 8, 16, 32, 63, 64, 128, 256, 512, 1024, 1536]
 FIGURE = "ga_scaling.png"
-SPLITS = ("old", "static", "ordered", "dynamic")
 LINK = (10e9 / 8, 20e-6)  # bandwidth bytes/s, latency s: a 10 Gb/s network
 ORIGINAL_S = 3492 / 200  # synaptolytic-learning README: 200 generations in 3,492 s, 63 workers
 
@@ -103,15 +98,11 @@ def worker(args) -> None:
     # the selection and mutation that every rank pays per generation
     opt.ask, opt.tell = timed(opt.ask), timed(opt.tell)
     if args.mode == "static":  # the comparison: a fixed split of the units
-        agent._units = lambda costs, played: np.flatnonzero(schedule.balance(costs, n) == me)
+        agent._units = lambda costs: np.flatnonzero(schedule.balance(costs, n) == me)
     plain = agent._units
-
-    def recorded(costs, played):  # each generation's predictions and parents, then play
-        predicted.append(costs.copy())
-        parents.append(opt.parents.copy())
-        return plain(costs, played)
-
-    agent._units = recorded
+    agent._units = lambda costs: (
+        predicted.append(costs.copy()) or parents.append(opt.parents.copy()) or plain(costs)
+    )
 
     def record(row):
         rec["steps"].append(agent.unit_steps.copy())
@@ -188,12 +179,12 @@ def dynamic_makespan(predicted: np.ndarray, cost: np.ndarray, n: int, fetch_s: f
 def informed_makespan(
     predicted: np.ndarray, cost: np.ndarray, first: np.ndarray, n: int, fetch_s: float
 ) -> float:
-    """When the last rank finishes under PrunedGA's order (``schedule.first_episodes_first``):
-    each free rank, after one fetch, takes first every individual's first episode (longest
-    ``predicted`` first), then an episode of one whose first episode is still running
-    (longest predicted first), else of the one whose first episode ran the most steps
-    (``first``). ``predicted`` and ``first`` are (P,), ``cost`` (P, E) seconds; ties go to
-    the lower index and rank."""
+    """When the last rank finishes if, instead of the predicted order, each free rank takes
+    first every individual's first episode (longest ``predicted`` first), then an episode of
+    one whose first episode is still running (longest predicted first), else of the one whose
+    first episode ran the most steps (``first``): an order screened and not adopted
+    (docs/benchmarks.md). ``predicted`` and ``first`` are (P,), ``cost`` (P, E) seconds; ties
+    go to the lower index and rank."""
     P, E = cost.shape
     taken = np.zeros(P, dtype=np.int64)  # episodes of each individual handed out so far
     shown = np.full(P, np.inf)  # when each individual's first episode ended
@@ -241,10 +232,9 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
     individuals' first ``E`` episodes in each recorded generation: {split: {n: [(idle,
     speed-up, seconds per generation) per generation]}}."""
     make_s, fetch = costs["make_s"], max(costs["fetch_s"], 2 * LINK[1])
-    out = {s: {n: [] for n in RANKS} for s in SPLITS}
+    out = {s: {n: [] for n in RANKS} for s in ("old", "static", "dynamic")}
     for g in range(len(costs["steps"])):
         unit = costs["seconds"][g][:P, :E].ravel()
-        first = costs["steps"][g][:P, 0]  # what each individual's first episode shows
         longest, total = predictions(costs, g)
         pred = np.repeat(longest[:P], E)
         whole = unit.reshape(P, E).sum(axis=1) - (E - 1) * make_s  # one env per individual
@@ -255,11 +245,7 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
             spans = {
                 "old": (whole.sum(), static_makespan(whole_pred, whole, n)),
                 "static": (unit.sum(), static_makespan(pred, unit, n)),
-                "ordered": (unit.sum(), dynamic_makespan(pred, unit, n, fetch)),
-                "dynamic": (
-                    unit.sum(),
-                    informed_makespan(longest[:P], unit.reshape(P, E), first, n, fetch),
-                ),
+                "dynamic": (unit.sum(), dynamic_makespan(pred, unit, n, fetch)),
             }
             one = unit.sum() + serial_s
             for split, (work, span) in spans.items():
@@ -268,10 +254,9 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
 
 
 def compare_predictors(costs: dict, phases: dict) -> dict:
-    """Self-scheduled idle share at 63 and 128 ranks (full population and episodes), units
-    taken in the order of other predictions (0.2's way), and PrunedGA's order now, from
-    generation 1 of the recording on: {predictor: {phase: {n: idle}}}. "perfect" orders
-    the units by their recorded cost."""
+    """Self-scheduled idle share at 63 and 128 ranks (full population and episodes) with
+    other predictions in place of PrunedGA's, from generation 1 of the recording on:
+    {predictor: {phase: {n: idle}}}. "perfect" orders the units by their recorded cost."""
     steps, seconds = costs["steps"], costs["seconds"]
     fetch = max(costs["fetch_s"], 2 * LINK[1])
     out = {}
@@ -290,15 +275,15 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
             ],
         }
         unit = seconds[g].ravel()
-        informed = ways["PrunedGA (elites: own longest; children: >= 90th percentile)"]
+        ours = ways["PrunedGA (elites: own longest; children: >= 90th percentile)"]
         ways = {k: np.repeat(v, E) for k, v in ways.items()} | {"perfect": unit}
         for name, predicted in ways.items():
             for n in (63, 128):
                 idle = 1 - unit.sum() / (n * dynamic_makespan(predicted, unit, n, fetch))
                 out.setdefault(name, {}).setdefault(n, {})[g] = idle
-        for n in (63, 128):
-            span = informed_makespan(informed, seconds[g], steps[g][:, 0], n, fetch)
-            name = "PrunedGA's, first episodes first, then what they showed (PrunedGA now)"
+        for n in (63, 128):  # the order screened on 2026-11-25 and not adopted
+            span = informed_makespan(ours, seconds[g], steps[g][:, 0], n, fetch)
+            name = "PrunedGA's, but first episodes first, then what they showed (not adopted)"
             out.setdefault(name, {}).setdefault(n, {})[g] = 1 - unit.sum() / (n * span)
     return {
         name: {
@@ -323,15 +308,14 @@ def summarise(proj: dict, which: slice) -> dict:
 def table(results: dict) -> str:
     lines = [
         "| settings | generations | ranks | old split: idle, speed-up | static units | "
-        "units in predicted order (0.2) | first episodes first (PrunedGA) | "
-        "s per generation (old / PrunedGA) |",
-        "|---|---|---|---|---|---|---|---|",
+        "dynamic units (PrunedGA) | s per generation (old / dynamic) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, phases in results.items():
         for phase, by_split in phases.items():
             for n in (63, 128):
                 cells = [f"{100 * by_split[s][n][0]:.1f}%, {by_split[s][n][1]:.1f}x" for s in
-                         SPLITS]  # fmt: skip
+                         ("old", "static", "dynamic")]  # fmt: skip
                 secs = f"{by_split['old'][n][2]:.2f} / {by_split['dynamic'][n][2]:.2f}"
                 lines.append(f"| {name} | {phase} | {n} | {' | '.join(cells)} | {secs} |")
     return "\n".join(lines)
@@ -344,11 +328,8 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-    colours = {"old": "tab:red", "static": "tab:orange", "ordered": "tab:green",
-               "dynamic": "tab:blue"}  # fmt: skip
-    names = {"old": "whole individuals", "static": "units, static",
-             "ordered": "units, predicted order (0.2)",
-             "dynamic": "units, first episodes first (PrunedGA)"}  # fmt: skip
+    colours = {"old": "tab:red", "static": "tab:orange", "dynamic": "tab:blue"}
+    names = {"old": "whole individuals", "static": "units, static", "dynamic": "units, dynamic"}
     name = next(iter(results))
     for phase, style in zip(results[name], ("-", "--"), strict=False):
         for split, by_n in results[name][phase].items():

@@ -9,18 +9,16 @@ There is no coordinator: every rank runs the same selection and mutation from th
 random stream, so all ranks hold the same population without sending any network. The unit
 of work is one episode of one individual (138 x 8 = 1,104 units in the original's
 generation), so ranks stay busy even at 128 ranks. Episode e of individual i in generation
-g is seeded from the stream keyed on (seed, g, i, e), whichever rank plays it. A free rank
-takes every individual's first episode, longest predicted first (an unchanged elite costed
-at its own longest episode last generation, a mutated child at no less than most:
-:func:`pgmpi.schedule.predict`), then the other episodes of the individuals whose first
-episode ran longest (:func:`pgmpi.schedule.first_episodes_first`), from a counter and a
-board on rank 0 that ranks use by one-sided MPI (:mod:`pgmpi.mpi.counter`): no
-coordinator, and a bad prediction costs only the units still running at the end. One
-Allreduce per generation sums a buffer in which each unit's return and step count has
-exactly one non-zero contributor, so the sum is exact and every rank computes the same
-fitness from it (and, for the signed genome, each unit's Hebbian activity per
-connection): a seed gives the same results, bit for bit, on any number of ranks and under
-any assignment. benchmarks/ga_scaling.py measures and
+g is seeded from the stream keyed on (seed, g, i, e), whichever rank plays it. Units are
+handed out longest-predicted-first (an unchanged elite costed at its own longest episode
+last generation, a mutated child at no less than most: :func:`pgmpi.schedule.predict`), one at a
+time to whichever rank is free, from a counter on rank 0 that ranks advance by one-sided
+MPI (:func:`pgmpi.mpi.shared_counter`): no coordinator, and a bad prediction costs only
+the units still running at the end. One Allreduce per generation sums a buffer in which
+each unit's return and step count has exactly one non-zero contributor, so the sum is
+exact and every rank computes the same fitness from it (and, for the signed genome, each
+unit's Hebbian activity per connection): a seed gives the same results, bit for bit, on
+any number of ranks and under any assignment. benchmarks/ga_scaling.py measures and
 projects the balance.
 """
 
@@ -136,7 +134,6 @@ class PrunedGA:
         self.unit_seconds = np.zeros(units)
         self.unit_ranks = np.zeros(units, dtype=np.int64)
         self._counter = mpi.shared_counter()  # collective the first time in a process
-        self._board = mpi.shared_board(cfg.population_size)  # the first time for a size
 
     @property
     def generation(self) -> int:
@@ -160,15 +157,12 @@ class PrunedGA:
             total += r
         return total, len(rewards)
 
-    def _units(self, costs: np.ndarray, played: np.ndarray):
-        """This rank's units of work (indices into ``costs``), each taken when this rank is
-        free: every individual's first episode, longest predicted first, then the episodes
-        of those whose first episode ran longest (``played``: each unit's steps, filled in
-        as this rank plays them). Self-scheduling, so a rank that draws short episodes, or
-        runs on a faster core, just plays more units. Which rank plays a unit never changes
-        its result."""
-        E = self.config["episodes_per_individual"]
-        return schedule.first_episodes_first(costs, E, self._counter, self._board, played)
+    def _units(self, costs: np.ndarray):
+        """This rank's units of work (indices into ``costs``), longest predicted first, each
+        taken from a counter shared by all ranks when this rank is free: self-scheduling, so
+        a rank that draws short episodes, or runs on a faster core, just plays more units.
+        Which rank plays a unit never changes its result."""
+        return schedule.self_scheduled(costs, self._counter)
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray, activity=None):
         a = self.net.act(weights, obs) if activity is None else self.net.act(weights, obs, activity)
@@ -211,7 +205,7 @@ class PrunedGA:
         A = 4 * U + 1 + n  # where the activities start
         buf = np.zeros(A + U * W)
         t0 = time.perf_counter()
-        for u in self._units(costs, buf[U : 2 * U]):
+        for u in self._units(costs):
             i, e = divmod(int(u), E)
             stream = rng.stream(self.config["seed"], rng.GA_EVALUATION, g, i, e)
             t = time.perf_counter()

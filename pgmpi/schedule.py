@@ -1,15 +1,12 @@
 """Who plays which unit of work: PrunedGA's self-scheduling, and the static split it replaced.
 
-A generation's units (one episode of one individual) are predicted from the generation
-before (:func:`predict`). With :func:`first_episodes_first` (PrunedGA's), a free rank takes
-every individual's first episode, longest predicted first, from a counter shared by all
-ranks (:func:`pgmpi.mpi.shared_counter`), then the other episodes of whichever individual
-its first episode showed to be longest, from a board shared by all ranks
-(:func:`pgmpi.mpi.shared_board`), so a rank that draws short episodes, or runs on a faster
-core, just plays more units. :func:`self_scheduled` takes the units in predicted order
-only (pgmpi 0.2), and :func:`balance` is the static longest-first split before it
-(benchmarks/ga_scaling.py compares them). Which rank plays a unit never changes its
-result, so none changes any number.
+A generation's units (one episode of one individual) are put in order longest predicted
+first (:func:`predict`). With :func:`self_scheduled`, each rank takes the next unit in that
+order whenever it is free, from a counter shared by all ranks
+(:func:`pgmpi.mpi.shared_counter`), so a rank that draws short episodes, or runs on a faster
+core, just plays more units. :func:`balance` is the static longest-first split of pgmpi
+before it (benchmarks/ga_scaling.py compares the two). Which rank plays a unit never
+changes its result, so neither changes any number.
 """
 
 from __future__ import annotations
@@ -50,43 +47,6 @@ def self_scheduled(costs: np.ndarray, counter) -> Iterator[int]:
     ``counter`` (shared by all ranks) when this rank asks for the next one."""
     order = longest_first(costs)
     return (int(order[k]) for k in counter.take(len(order)))
-
-
-def first_episodes_first(
-    costs: np.ndarray, episodes: int, counter, board, played: np.ndarray
-) -> Iterator[int]:
-    """This rank's units (indices into ``costs``, unit ``i * episodes + e`` being episode
-    ``e`` of individual ``i``), each chosen when this rank asks for the next one.
-
-    First every individual's first episode, longest predicted first, from ``counter``
-    (shared by all ranks). A rank that finds none left takes an episode of whichever
-    individual looks longest on ``board`` (shared: each individual's episodes taken and its
-    first episode's steps, posted as soon as it ended): one whose first episode is still
-    running (longest predicted first), else by its first episode's steps. An individual
-    that walks, or stands until the step cap, does so in most of its episodes, so its first
-    episode predicts the rest far better than its parent does (benchmarks/ga_scaling.py).
-
-    ``played``: float64, each unit's steps, filled in by the caller as it plays the unit
-    handed out (read here when the caller asks for the next one).
-    """
-    P = len(costs) // episodes
-    predicted = costs.reshape(P, episodes)[:, 0]
-    order = longest_first(predicted)
-    board.start()
-    for k in counter.take(P):
-        i = int(order[k])
-        yield i * episodes
-        board.show(i, max(int(played[i * episodes]), 1))
-    while True:
-        taken, shown = board.read()
-        left = taken < episodes - 1  # episodes 1 .. E - 1 of each
-        if not left.any():
-            return
-        size = np.where(shown > 0, shown, predicted)
-        i = int(np.lexsort((np.arange(P), -size, shown > 0, ~left))[0])
-        e = 1 + board.take(i)
-        if e < episodes:
-            yield i * episodes + e
 
 
 def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:

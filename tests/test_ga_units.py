@@ -6,13 +6,7 @@ import numpy as np
 from pgmpi import PrunedGA, mpi, rng, rollout
 from pgmpi.envs import Game
 from pgmpi.networks import PrunedNetwork
-from pgmpi.schedule import (
-    balance,
-    first_episodes_first,
-    longest_first,
-    predict,
-    self_scheduled,
-)
+from pgmpi.schedule import balance, longest_first, predict
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=7, episodes_per_individual=3)
 
@@ -45,10 +39,10 @@ def test_each_unit_is_its_own_episode_keyed_on_generation_individual_and_episode
 def test_the_order_units_are_played_in_changes_no_result():
     plain = _tiny().train(generations=3)
     backwards = _tiny()
-    backwards._units = lambda costs, played: longest_first(costs)[::-1]
+    backwards._units = lambda costs: longest_first(costs)[::-1]
     backwards.train(generations=3)
     odd_first = _tiny()
-    odd_first._units = lambda costs, played: np.r_[1 : len(costs) : 2, 0 : len(costs) : 2]
+    odd_first._units = lambda costs: np.r_[1 : len(costs) : 2, 0 : len(costs) : 2]
     odd_first.train(generations=3)
     for other in (backwards, odd_first):
         for key, value in _state(plain).items():
@@ -61,8 +55,8 @@ def test_elites_are_predicted_at_their_longest_episode_and_children_no_lower_tha
     seen = []
     plain = ga._units
     opt = ga.optimizer
-    ga._units = lambda costs, played: (
-        seen.append((costs, opt.mutated.copy(), opt.parents.copy())) or plain(costs, played)
+    ga._units = lambda costs: (
+        seen.append((costs, opt.mutated.copy(), opt.parents.copy())) or plain(costs)
     )
     longest = ga.unit_steps.max(axis=1)
     ga.train(generations=2)
@@ -92,9 +86,7 @@ def test_a_resumed_run_predicts_its_units_as_the_uninterrupted_one(tmp_path):
     orders = []
     for ga in (whole, resumed):
         plain = ga._units
-        ga._units = lambda costs, played, plain=plain: (
-            orders.append(costs.copy()) or plain(costs, played)
-        )
+        ga._units = lambda costs, plain=plain: orders.append(costs.copy()) or plain(costs)
         ga.train(generations=3)
     assert len(orders) == 2 and np.array_equal(orders[0], orders[1])
     assert orders[0].min() > 1.0  # steps were known: a resume that lost them predicts 1.0
@@ -106,31 +98,6 @@ def test_longest_first_and_balance_over_units():
     units = np.repeat(np.random.default_rng(1).integers(40, 1600, 138).astype(float), 8)
     loads = np.bincount(balance(units, 128), weights=units)
     assert loads.max() - loads.min() <= units.max()
-
-
-def test_first_episodes_go_first_then_the_individuals_whose_first_episode_ran_longest():
-    # 4 individuals x 3 episodes; predicted longest: 2, 0, 3, 1. Individual 3 walks (its
-    # first episode runs 900 steps), the others fall within 60.
-    costs = np.repeat([500.0, 100, 900, 300], 3)
-    played = np.zeros(12)
-    first = {0: 60, 1: 20, 2: 40, 3: 900}
-    got = []
-    units = first_episodes_first(costs, 3, mpi.shared_counter(), mpi.shared_board(4), played)
-    for u in units:
-        got.append(int(u))
-        played[u] = first.get(u // 3, 0) if u % 3 == 0 else 5
-    assert got[:4] == [6, 0, 9, 3]  # every first episode, longest predicted first
-    assert got[4:] == [10, 11, 1, 2, 7, 8, 4, 5]  # then by the first episode's steps
-
-
-def test_the_scheduled_order_changes_no_result():
-    plain = _tiny().train(generations=3)
-    blind = _tiny()  # pgmpi 0.2's order: the predicted order only
-    blind._units = lambda costs, played: self_scheduled(costs, mpi.shared_counter())
-    blind.train(generations=3)
-    for key, value in _state(plain).items():
-        assert np.array_equal(value, _state(blind)[key]), key
-    assert blind.steps == plain.steps
 
 
 def test_one_rank_counter_hands_out_every_index_in_order_without_mpi():

@@ -1,6 +1,6 @@
 """Tier 3: PrunedGA's units of work over ranks, launched with mpirun in a subprocess: the same
-results on any rank count, however the units fall; the shared counter hands every index,
-and the shared board every part of every item, to exactly one rank."""
+results on any rank count, however the units fall, and the shared counter hands every
+index to exactly one rank."""
 
 import pytest
 
@@ -44,32 +44,6 @@ if mpi.is_root():
     print("COVERED", ok)
 """
 
-# Each round: every rank takes parts of items until none is left, posting what it "saw" of
-# each item's first part; then every rank reads the board. Items have 4 parts.
-BOARD = """
-import numpy as np
-from pgmpi import mpi
-n_items, parts = 9, 4
-board = mpi.shared_board(n_items)
-ok = True
-for r in range(5):
-    board.start()
-    mine = []
-    for i in range(n_items):
-        while (k := board.take(i)) < parts:
-            mine.append((i, k))
-            if k == 0:
-                board.show(i, 100 * r + i + 1)
-    everyone = sum(mpi.allgather_object(mine), [])  # a collective between rounds, as PrunedGA's
-    taken, shown = board.read()
-    ok &= sorted(everyone) == [(i, k) for i in range(n_items) for k in range(parts)]
-    ok &= shown.tolist() == [100 * r + i + 1 for i in range(n_items)]
-    ok &= bool((taken >= parts).all())
-    mpi.barrier()
-if mpi.is_root():
-    print("BOARD", ok)
-"""
-
 
 def _out(proc, tag: str) -> list[str]:
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -95,8 +69,3 @@ def test_a_slowed_rank_gives_the_same_results_and_the_fast_rank_plays_more():
 def test_the_shared_counter_hands_every_index_to_exactly_one_rank():
     for n in (2, 3):
         assert _out(run_mpi(n, ["-c", COUNTER], timeout=60), "COVERED") == ["True"]
-
-
-def test_the_shared_board_hands_every_part_to_one_rank_and_shows_every_post_to_all():
-    for n in (2, 3):
-        assert _out(run_mpi(n, ["-c", BOARD], timeout=60), "BOARD") == ["True"]

@@ -5,7 +5,7 @@
 * :mod:`pgmpi.mpi.watchdog`: the deadline on collectives (a rank or host that stops
   answering ends the job, named);
 * :mod:`pgmpi.mpi.failure`: what an error, an uncaught exception or Ctrl-C does to the job;
-* :mod:`pgmpi.mpi.counter`: a counter and a board that hand out work without a coordinator.
+* :mod:`pgmpi.mpi.counter`: a counter that hands out work without a coordinator.
 
 Importing it does nothing observable. :func:`init`, called by the algorithms' constructors
 (and by the first collective of a script that makes no agent), installs the excepthook,
@@ -39,7 +39,7 @@ from pgmpi.mpi.comm import (
     ranks_on_node,
     size,
 )
-from pgmpi.mpi.counter import shared_board, shared_counter
+from pgmpi.mpi.counter import shared_counter
 from pgmpi.mpi.failure import deferred_interrupts, install_excepthook, interrupt_requested
 from pgmpi.mpi.watchdog import Watchdog
 
@@ -103,7 +103,6 @@ __all__ = [
     "rank",
     "ranks_on_node",
     "set_deadline",
-    "shared_board",
     "shared_counter",
     "size",
 ]

@@ -1,6 +1,5 @@
 """Work handed out without a coordinator: a counter on the root that ranks advance by
-one-sided MPI (``MPI_Fetch_and_op``), and a board on the root where ranks count what they
-took of each item and post what they saw. PrunedGA takes its units of work from both."""
+one-sided MPI (``MPI_Fetch_and_op``). PrunedGA takes its units of work from it."""
 
 from __future__ import annotations
 
@@ -74,108 +73,6 @@ class SharedCounter:
             self.win.Unlock_all()
             self.win.Free()
             self.win = None
-
-
-class SharedBoard:
-    """Two rows of ``n`` int64 on the root that any rank reads and writes alone: ``taken``
-    (how many of each item's parts ranks have taken, advanced by fetch-and-add, so each part
-    goes to one rank) and ``shown`` (0 until a rank posts what it saw of the item). One-sided
-    like :class:`SharedCounter`, with one passive-target epoch held open by every rank.
-
-    A round is one use of the rows; :meth:`start` begins the next. Two sets of rows
-    alternate: at the start of a round the root zeroes the set the round before last used,
-    which no rank can still touch, because a collective separates rounds (as for the counter).
-    """
-
-    def __init__(self, n: int):
-        self.n = n
-        mine = 4 * n if _COMM.Get_rank() == 0 else 0  # two sets of (taken, shown)
-        self.win = MPI.Win.Allocate(8 * mine, disp_unit=8, comm=_COMM)
-        if _COMM.Get_rank() == 0:
-            self.win.Lock(0, MPI.LOCK_EXCLUSIVE)
-            self.win.Put(np.zeros(4 * n, dtype=np.int64), 0)
-            self.win.Unlock(0)
-        _COMM.Barrier()  # nobody reads before the zeros are written
-        self.win.Lock_all(MPI.MODE_NOCHECK)
-        self.rounds = 0
-        self._one = np.ones(1, dtype=np.int64)
-        self._got = np.zeros(1, dtype=np.int64)
-        self._rows = np.zeros(2 * n, dtype=np.int64)
-
-    def _at(self) -> int:
-        return 2 * self.n * (self.rounds % 2)  # where this round's set starts
-
-    def start(self) -> None:
-        """Begin a round (every rank, between two collectives): this round's rows read zero."""
-        self.rounds += 1
-        if _COMM.Get_rank() == 0:  # the set this round's successor uses, free since last round
-            nxt = 2 * self.n * ((self.rounds + 1) % 2)
-            self.win.Put(np.zeros(2 * self.n, dtype=np.int64), 0, target=nxt)
-            self.win.Flush(0)
-
-    def read(self) -> tuple[np.ndarray, np.ndarray]:
-        """This round's ``taken`` and ``shown``, as they stand (copies)."""
-        self.win.Get(self._rows, 0, target=self._at())
-        self.win.Flush(0)
-        return self._rows[: self.n].copy(), self._rows[self.n :].copy()
-
-    def take(self, item: int) -> int:
-        """How many parts of ``item`` were taken before this one (this rank's is that one)."""
-        self.win.Fetch_and_op(self._one, self._got, 0, self._at() + item, MPI.SUM)
-        self.win.Flush(0)
-        return int(self._got[0])
-
-    def show(self, item: int, value: int) -> None:
-        """Post ``value`` (> 0) as what this rank saw of ``item``."""
-        at = self._at() + self.n + item
-        self.win.Put(np.array([value], dtype=np.int64), 0, target=at)
-        self.win.Flush(0)
-
-    def free(self) -> None:
-        """Release the window. Collective."""
-        if self.win is not None:
-            self.win.Unlock_all()
-            self.win.Free()
-            self.win = None
-
-
-class _SerialBoard:
-    """What :func:`shared_board` gives a one-rank run: the same rows in local memory."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self.taken = np.zeros(n, dtype=np.int64)
-        self.shown = np.zeros(n, dtype=np.int64)
-
-    def start(self) -> None:
-        self.taken[:] = 0
-        self.shown[:] = 0
-
-    def read(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.taken.copy(), self.shown.copy()
-
-    def take(self, item: int) -> int:
-        self.taken[item] += 1
-        return int(self.taken[item] - 1)
-
-    def show(self, item: int, value: int) -> None:
-        self.shown[item] = value
-
-
-_BOARDS: dict[int, SharedBoard] = {}
-
-
-def shared_board(n: int) -> SharedBoard | _SerialBoard:
-    """A :class:`SharedBoard` of ``n`` items, one per size per process, made by the first
-    call for that size (collective then) and freed at exit. With one rank, local rows."""
-    if _COMM.Get_size() == 1:
-        return _SerialBoard(n)
-    if n not in _BOARDS:
-        _arrive()
-        _BOARDS[n] = board = SharedBoard(n)
-        _left()
-        atexit.register(board.free)  # runs before mpi4py's MPI_Finalize (LIFO)
-    return _BOARDS[n]
 
 
 _COUNTER: SharedCounter | None = None
