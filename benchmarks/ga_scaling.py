@@ -267,15 +267,13 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
             return np.where(parents >= 0, v[np.maximum(parents, 0)], v.mean())
 
         E = previous.shape[1]
+        ours = predictions(costs, g)[0]
         ways = {
             "parent's mean episode": pick(previous.mean(axis=1)),
             "parent's longest episode": pick(previous.max(axis=1)),
-            "PrunedGA (elites: own longest; children: >= 90th percentile)": predictions(costs, g)[
-                0
-            ],
+            "PrunedGA (elites: own longest; children: >= 90th percentile)": ours,
         }
         unit = seconds[g].ravel()
-        ours = ways["PrunedGA (elites: own longest; children: >= 90th percentile)"]
         ways = {k: np.repeat(v, E) for k, v in ways.items()} | {"perfect": unit}
         for name, predicted in ways.items():
             for n in (63, 128):

@@ -84,9 +84,7 @@ def add_settings(parser: argparse.ArgumentParser, defaults, label: str = "") -> 
         if flag is None:
             continue
         value = getattr(defaults, f.name)
-        shown = value
-        if isinstance(value, list):
-            shown = "-".join(map(str, value)) if flag == "frame_skip" else " ".join(map(str, value))
+        shown = " ".join(map(str, value)) if isinstance(value, list) else value
         kwargs = dict(f.metadata["argparse"], default=argparse.SUPPRESS)
         if flag is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
