@@ -1,6 +1,9 @@
 """Tier 1, single process: PrunedGA's units of work, one (individual, episode) each, and the
 shared counter that hands them out (tests/test_ga_units_launch.py: the same over ranks)."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from pgmpi import PrunedGA, mpi, rng, rollout
@@ -98,6 +101,21 @@ def test_longest_first_and_balance_over_units():
     units = np.repeat(np.random.default_rng(1).integers(40, 1600, 138).astype(float), 8)
     loads = np.bincount(balance(units, 128), weights=units)
     assert loads.max() - loads.min() <= units.max()
+
+
+def test_the_benchmarks_lower_bound_is_reached_when_it_can_be_and_never_beaten():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from ga_scaling import dynamic_makespan, lower_bound_makespan, static_makespan
+
+    # three equal units on two ranks: one rank plays two, whatever the order
+    assert lower_bound_makespan(np.array([10.0, 10, 10]), 2) == 20.0
+    assert lower_bound_makespan(np.array([10.0, 10, 1, 1]), 2) == 11.0  # the mean load
+    gen = np.random.default_rng(3)
+    for n in (2, 7, 63, 128):
+        costs = np.where(gen.random(1104) < 0.2, 1600.0, gen.integers(40, 200, 1104))
+        bound = lower_bound_makespan(costs, n)
+        assert bound <= static_makespan(costs, costs, n) + 1e-9
+        assert bound <= dynamic_makespan(gen.random(1104), costs, n, 0.0) + 1e-9
 
 
 def test_one_rank_counter_hands_out_every_index_in_order_without_mpi():
