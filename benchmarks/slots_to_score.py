@@ -27,7 +27,9 @@ Allreduce on a 10 Gb/s network and the per-update costs (benchmarks/results/scal
 or scaling.py's figures in docs/benchmarks.md if that file is missing). Writes
 benchmarks/results/slots_to_score.json and runs/benchmarks/slots_to_score.png (the 100-game
 mean against agent steps, one line per run; ``--out PATH`` elsewhere, ``--docs`` to
-docs/figures/slots_to_score.png).
+docs/figures/slots_to_score.png). ``--docs`` also keeps every run it drew, thinned, in
+docs/figures/slots_to_score.json, so the table and figure outlive runs/ (not tracked): a
+kept run shows "(kept)", and a run of the same name in runs/slots replaces it.
 """
 
 from __future__ import annotations
@@ -40,11 +42,12 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
-from time_to_score import read  # noqa: E402
+from time_to_score import read, thin  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "slots"
 FIGURE = "slots_to_score.png"
+KEPT = common.DOCS_FIGURES / "slots_to_score.json"
 THRESHOLDS = (-15, -10, -5, 0)
 # docs/benchmarks.md, "Scaling" (scaling.py, 2026-11-23, 2 vCPUs): a slot's piece of 512
 # agent steps with its gradient, alone on a rank; the per-update costs outside play (Adam,
@@ -94,8 +97,29 @@ def first_reached(rows: list[dict]) -> dict:
     return out
 
 
-def settings_of(run: Path) -> dict:
-    return json.loads((run / "config.json").read_text())
+def summary_of(run: Path) -> dict:
+    """A run in runs/slots: its settings, thresholds reached, last row and thinned rows."""
+    rows = read(run)
+    last = rows[-1]
+    return {
+        "settings": json.loads((run / "config.json").read_text()),
+        "reached": first_reached(rows),
+        "final": {
+            "games": int(last["episodes"]),
+            "steps": int(last["steps"]),
+            "mean100": float(last["mean100"]),
+        },  # fmt: skip
+        "rows": thin(rows),
+    }
+
+
+def kept_runs() -> dict:
+    """The runs the docs figure drew when ``--docs`` last ran, kept in docs/figures (runs/ is
+    not tracked, so a new checkout has none of them), as :func:`summary_of` gives them."""
+    runs = json.loads(KEPT.read_text()) if KEPT.exists() else {}
+    for run in runs.values():  # JSON keys are strings
+        run["reached"] = {int(t): r for t, r in run["reached"].items()}
+    return runs
 
 
 def plot(curves: dict[str, list[dict]], path: Path) -> None:
@@ -153,10 +177,10 @@ def main() -> None:
         (log_dir / "train.log").write_text(out)
 
     model, source = cost_model()
-    runs = sorted(
-        (d for d in RUNS.glob("*") if (d / "progress.csv").exists()),
-        key=lambda d: (settings_of(d)["slots"], d.name),
-    )
+    runs = kept_runs() | {  # a run in runs/slots replaces its kept copy
+        d.name: summary_of(d) for d in RUNS.glob("*") if (d / "progress.csv").exists()
+    }
+    runs = dict(sorted(runs.items(), key=lambda kv: (kv[1]["settings"]["slots"], kv[0])))
     result = {"machine": common.machine(), "model": model, "model_from": source, "link": LINK,
               "runs": {}}  # fmt: skip
     print(f"projected from scaling.py's costs ({source}), {LINK} network")
@@ -164,10 +188,8 @@ def main() -> None:
           + " | ".join(f"to {t:+d}" for t in THRESHOLDS)
           + " | at the end | projected time to 0 |")  # fmt: skip
     print("|" + "---|" * (len(THRESHOLDS) + 4))
-    curves = {}
-    for run in runs:
-        curves[run.name] = rows = read(run)
-        cfg, reached, last = settings_of(run), first_reached(rows), rows[-1]
+    for name, run in runs.items():
+        cfg, reached, last = run["settings"], run["reached"], run["final"]
         S, k = cfg["slots"], cfg["steps_per_slot"]
         lr = cfg["learning_rate"] * (S / 16) ** 0.5  # the rate in force (the square-root rule)
         projected = {  # on S ranks, one game each, where S is a rank count projected here
@@ -175,28 +197,31 @@ def main() -> None:
             for n in RANKS
             if reached[0] and n == S
         }
-        result["runs"][run.name] = {
+        result["runs"][name] = {
             "slots": S,
             "steps_per_slot": k,
             "learning_rate": lr,
             "reached": reached,
-            "final": {"games": int(last["episodes"]), "steps": int(last["steps"]),
-                      "mean100": float(last["mean100"])},
+            "final": last,
             "projected_s_to_0": projected,
             "projected_steps_per_s": {n: steps_per_second(model, n, k) for n in RANKS},
-        }  # fmt: skip
+        }
         cells = [f"{r['steps'] / 1e6:.1f} M ({r['games']:,} g)" if r else "-"
                  for r in reached.values()]  # fmt: skip
-        end = f"{float(last['mean100']):+.1f} at {int(last['steps']) / 1e6:.1f} M"
+        end = f"{last['mean100']:+.1f} at {last['steps'] / 1e6:.1f} M"
         proj = ", ".join(f"{s:.0f} s at {n:,} ranks" for n, s in projected.items()) or "-"
-        print(f"| {run.name} | {S} x {k}, {lr:.2g} | " + " | ".join(cells) + f" | {end} | {proj} |")
+        kept = "" if (RUNS / name).is_dir() else " (kept)"
+        print(f"| {name}{kept} | {S} x {k}, {lr:.2g} | " + " | ".join(cells)
+              + f" | {end} | {proj} |")  # fmt: skip
     for n in RANKS:
         rates = ", ".join(f"{k} steps per slot {steps_per_second(model, n, k):,.0f}"
                           for k in (512, 64))  # fmt: skip
         print(f"projected agent steps/s at {n:,} ranks: {rates}")
-    if curves:
+    if runs:
         figure = common.figure_path(args, FIGURE)
-        plot(curves, figure)
+        plot({name: run["rows"] for name, run in runs.items()}, figure)
+        if args.docs:
+            KEPT.write_text(json.dumps(runs, separators=(",", ":")) + "\n")
         print("wrote", common.write("slots_to_score", result), "and", figure)
     else:
         print(f"no runs in {RUNS}: pass --run S")
