@@ -6,7 +6,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, ParallelPG, checkpoint
+from pgmpi import ConfigError, ParallelPG, checkpoint, rollout
 
 
 @pytest.fixture
@@ -75,3 +75,22 @@ def test_save_replaces_atomically_and_leaves_no_temporary(saved):
     assert saved.read_bytes() != first
     assert zipfile.is_zipfile(saved)
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]
+
+
+def test_an_open_rally_of_blank_frames_survives_a_checkpoint():
+    # Between points the difference frame can be blank: no non-zero input, so the waiting
+    # steps' idx and vals are empty and the packed checkpoint leaves them out for that game.
+    blank = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+    moving = (np.array([3, 70], dtype=np.int64), np.array([1.0, -1.0], dtype=np.float32))
+    rallies = rollout.OpenRallies()
+    rallies.steps = {0: ([blank, blank], [1, 0]), 1: ([moving, blank], [0, 1])}
+    packed = checkpoint.pack_games([{k: rallies.arrays(k) for k in (0, 1)}])
+    back = rollout.OpenRallies()
+    for k, snap in checkpoint.unpack_games(packed, [0, 1]).items():
+        back.restore(k, snap)
+    for k in (0, 1):
+        inputs, actions = back.steps[k]
+        assert actions == rallies.steps[k][1]
+        for (i, v), (i0, v0) in zip(inputs, rallies.steps[k][0], strict=True):
+            assert i.dtype == np.int64 and v.dtype == np.float32
+            assert np.array_equal(i, i0) and np.array_equal(v, v0)
