@@ -146,6 +146,12 @@ class PGConfig(Settings):
                                    "objective, against standardised returns (0: none, as in "
                                    "the post)", "non_negative_float",
                                    lambda v: is_real(v) and v >= 0, ">= 0")
+    average_half_life: float = setting(200.0, "the policy evaluate() and act() play: a "
+                                       "running average of the parameters with this "
+                                       "half-life in updates, kept beside training and never "
+                                       "fed back (0: the live parameters, as in the post)",
+                                       "non_negative_float", lambda v: is_real(v) and v >= 0,
+                                       ">= 0")
     gamma: float = setting(0.99, "discount factor", None,
                            lambda v: is_real(v) and 0 < v <= 1, "in (0, 1]")
     slots: int | None = setting(None, "games played at once, over all ranks (default: the "
@@ -193,20 +199,22 @@ class PGConfig(Settings):
 # What ParallelPG did before each of these settings existed: a checkpoint written then lacks
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
-                 deterministic_games=0.0)  # fmt: skip
+                 deterministic_games=0.0, average_half_life=0.0)  # fmt: skip
 
 
 # ParallelPG's named settings (``ParallelPG.from_preset``, ``examples/pong.py --preset``).
 PRESETS = {
     # The defaults: Adam on the mean over slots of time-boxed pieces of play, with an entropy
-    # bonus (docs/screens.md: it lifted sticky-action Pong's plateau).
+    # bonus (docs/screens.md: it lifted sticky-action Pong's plateau); the policy played is
+    # the parameters' running average (docs/screens.md: it beat Pong under both protocols).
     "fast": PGConfig(),
     # The post's algorithm: 10 whole games per update, summed gradient, RMSProp 1e-4, in the
     # post's game: Pong-v0 as gym registered it, a frame skip drawn from {2, 3, 4} at every
     # step and sticky actions (0.25).
     "karpathy": replace(PGConfig(), optimizer="rmsprop", learning_rate=1e-4, slots=10,
                         steps_per_slot=1, whole_games=True, batch_gradient="sum",
-                        entropy_bonus=0.0, sticky_actions=True, frame_skip=[2, 4]),
+                        entropy_bonus=0.0, sticky_actions=True, frame_skip=[2, 4],
+                        average_half_life=0.0),
 }  # fmt: skip
 
 
@@ -300,6 +308,7 @@ EVALUATE_RULES = {
     "episodes": (_int_at_least(1), "an int >= 1"),
     "greedy": (is_bool, "True or False"),
     "sticky": (lambda v: v is None or is_bool(v), "None, True or False"),
+    "live": (is_bool, "True or False"),
 }
 
 

@@ -127,9 +127,17 @@ class ParallelPG:
         self.overwrite = overwrite
         self._make_env = env  # the id or factory itself: evaluation plays the same env
         self.blas = threads.cap_blas_threads(blas_threads)
-        init = rng.stream(cfg.seed, rng.INIT)
         bernoulli = probe.is_pong  # Pong: one up/down logit
-        self.net = TwoLayerPolicy(probe.n_inputs, cfg.hidden_size, probe.n_actions, init, bernoulli)
+        shape = (probe.n_inputs, cfg.hidden_size, probe.n_actions)
+        self.net = TwoLayerPolicy(*shape, rng.stream(cfg.seed, rng.INIT), bernoulli)
+        # The policy played (evaluate, act): a running average of the parameters, kept beside
+        # training and never fed back; it beats Pong under both protocols sooner than the
+        # live parameters, which swing from update to update (docs/screens.md).
+        h = cfg.average_half_life
+        self.average = None  # (the same initial draws: it starts as the network)
+        if h:
+            self.average = TwoLayerPolicy(*shape, rng.stream(cfg.seed, rng.INIT), bernoulli)
+        self._keep = np.float32(0.5 ** (1 / h)) if h else None
         scale = math.sqrt(slots / REFERENCE_SLOTS) if cfg.batch_gradient == "mean" else 1.0
         self.learning_rate = lr = cfg.learning_rate * max(scale, 1.0)
         size = self.net.params.size
@@ -227,6 +235,9 @@ class ParallelPG:
                 f"update {self.update + 1}: the optimizer step made the parameters non-finite "
                 f"(learning rate {self.learning_rate:g}); lower learning_rate"
             )
+        if self.average is not None:  # the same float32 operations on every rank
+            self.average.params *= self._keep
+            self.average.params += (1 - self._keep) * self.net.params
         # This rank's seconds; start_s: where the update sits on this rank's timeline.
         mine = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)
         mine.update(total_s=time.perf_counter() - t0, start_s=t0 - start)
@@ -286,6 +297,11 @@ class ParallelPG:
             + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
             + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
             + (f", entropy bonus {c['entropy_bonus']:g}" if c["entropy_bonus"] else "")
+            + (
+                f" | plays the running average (half-life {c['average_half_life']:g} updates)"
+                if self.average is not None
+                else ""
+            )  # fmt: skip
         )
         if self.probe.is_pong:  # which protocol the logged scores are under
             played = pong.protocol(c["sticky_actions"], c["frame_skip"])
@@ -311,8 +327,18 @@ class ParallelPG:
             f" | allreduce {1e3 * row['perf/allreduce_s']:5.1f} ms"
         )
 
+    @property
+    def policy(self) -> TwoLayerPolicy:
+        """The network :meth:`evaluate` and :meth:`act` play: the running average of the
+        parameters (``average_half_life``), or the live network if that is 0."""
+        return self.net if self.average is None else self.average
+
     def evaluate(
-        self, episodes: int = 10, greedy: bool = False, sticky: bool | None = None
+        self,
+        episodes: int = 10,
+        greedy: bool = False,
+        sticky: bool | None = None,
+        live: bool = False,
     ) -> rollout.Evaluation:
         """Mean return over ``episodes`` whole games shared out over ranks (no learning), as an
         :class:`~pgmpi.rollout.Evaluation`: a float with its 95% confidence interval
@@ -323,13 +349,14 @@ class ParallelPG:
             greedy: take the most likely action instead of sampling from the policy.
             sticky: Pong with ALE v5's sticky actions (repeat_action_probability 0.25), or
                 without (False); None: as trained (``sticky_actions``, and the frame skip).
+            live: play the live parameters instead of their running average (:attr:`policy`).
 
         Raises:
             ConfigError: on every rank, if ``episodes`` is not an int >= 1 or a flag not a bool.
 
         Collective: every rank must call this.
         """
-        given = dict(episodes=episodes, greedy=greedy, sticky=sticky)
+        given = dict(episodes=episodes, greedy=greedy, sticky=sticky, live=live)
         mpi.agree(given, rules_problem(given, EVALUATE_RULES))
         self.evaluations += 1
         c = self.config
@@ -338,7 +365,8 @@ class ParallelPG:
         skip = c["frame_skip"] if as_trained else 4
         cap = c["max_episode_steps"]
         new_game = partial(rollout.make_game, self._make_env, sticky, cap, skip)
-        play = partial(rollout.whole_games, self.net, new_game, greedy=greedy)
+        net = self.net if live else self.policy
+        play = partial(rollout.whole_games, net, new_game, greedy=greedy)
         self.evaluation_returns = rollout.evaluation_returns(
             episodes, c["seed"], self.evaluations, play
         )
@@ -347,8 +375,8 @@ class ParallelPG:
         return rollout.Evaluation(self.evaluation_returns, f"{protocol}, {policy}")
 
     def act(self, observation: np.ndarray, new_episode: bool = False) -> int:
-        """The greedy action for a raw env observation (for Pong: a frame; the previous
-        frame is kept, so pass ``new_episode=True`` on an episode's first frame).
+        """The greedy action of :attr:`policy` for a raw env observation (for Pong: a frame;
+        the previous frame is kept, so pass ``new_episode=True`` on an episode's first frame).
 
         Raises:
             ValueError: if the observation's shape is not the env's ((210, 160, 3) for Pong)
@@ -356,13 +384,15 @@ class ParallelPG:
         """
         prev = None if new_episode else self._act_prev
         x, self._act_prev = self.probe.outside_input(observation, prev)
-        return self.probe.env_action(int(np.argmax(self.net.forward([x])[0][0])))
+        return self.probe.env_action(int(np.argmax(self.policy.forward([x])[0][0])))
 
     def save(self, path: str | Path) -> Path:
         """Write parameters, optimizer state, counters and every game in progress to
         ``path`` (atomically, by the root). Collective: every rank must call this."""
         snaps = mpi.gather_object(rollout.snapshots(self.games, self.open_rallies))  # to the root
         arrays = {"params": self.net.params, **self.optimizer.state()}
+        if self.average is not None:
+            arrays["average"] = self.average.params
         arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
         arrays.update(checkpoint.pack_games(snaps))  # on the root: every game, in slot order
         counters = {k: getattr(self, k) for k in self.COUNTERS}
@@ -381,6 +411,8 @@ class ParallelPG:
         agent = cls(**{**PG_BEFORE, **settings})  # a setting newer than the checkpoint
         with checkpoint.complete(path, cls.algorithm):  # a missing key: a ConfigError
             checkpoint.restore_params(path, arrays["params"], agent.net.params)
+            if agent.average is not None:
+                checkpoint.restore_params(path, arrays["average"], agent.average.params)
             agent.optimizer.set_state(arrays)
             agent.recent_returns.extend(arrays["recent_returns"].tolist())
             for k in cls.COUNTERS:

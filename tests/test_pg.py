@@ -334,3 +334,33 @@ def test_an_entropy_bonus_keeps_the_policy_less_certain():
     assert not np.array_equal(plain.net.params, bonus.net.params)
     assert entropy(bonus) > entropy(plain)
     assert "entropy bonus 1" in bonus.header() and "entropy" not in plain.header()
+
+
+def test_the_played_policy_is_a_running_average_of_the_parameters(tmp_path):
+    agent = _cartpole(average_half_life=2.0)
+    expected = agent.net.params.copy()
+    after = []
+    agent.train(episodes=16, callback=lambda row: after.append(agent.net.params.copy()))
+    keep = np.float32(0.5 ** (1 / 2.0))
+    for params in after:  # one update each, in float32
+        expected *= keep
+        expected += (1 - keep) * params
+    assert len(after) == 4 and np.array_equal(agent.policy.params, expected)
+    assert not np.array_equal(agent.policy.params, agent.net.params)
+    # it is never fed back: the same training without it, and no average then
+    live = _cartpole(average_half_life=0.0).train(episodes=16)
+    assert np.array_equal(live.net.params, agent.net.params) and live.policy is live.net
+    # a checkpoint keeps it: a resumed run's average is the uninterrupted one's, bit for bit
+    ck = _cartpole(average_half_life=2.0).train(episodes=8).save(tmp_path / "ck.npz")
+    back = ParallelPG.load(ck, quiet=True).train(episodes=16)
+    assert np.array_equal(back.policy.params, agent.policy.params)
+    # evaluate plays the average unless told live: the same games as a copy whose average
+    # was set to its live parameters
+    plays = [ParallelPG.load(ck, quiet=True) for _ in range(3)]
+    plays[1].average.params[:] = plays[1].net.params
+    returns = [
+        p.evaluate(6, live=live) and p.evaluation_returns
+        for p, live in zip(plays, (False, False, True), strict=True)
+    ]
+    assert np.array_equal(returns[1], returns[2])
+    assert not np.array_equal(returns[0], returns[2])
