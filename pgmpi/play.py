@@ -34,13 +34,14 @@ ALGORITHMS = ("ParallelPG", "PrunedGA")
 
 
 def _policy(agent, algorithm: str, stream: np.random.Generator, greedy: bool):
-    """The agent's action for a game, as in training: ParallelPG samples from its policy
-    (or, ``greedy``, takes the most likely action); PrunedGA's best network acts."""
+    """The agent's action for a game, as in training: ParallelPG samples from the policy it
+    plays (``agent.policy``, the running average of its parameters unless it keeps none; or,
+    ``greedy``, takes the most likely action); PrunedGA's best network acts."""
     if algorithm == "PrunedGA":
         return lambda game: agent.act(game.obs)
 
     def act(game):
-        p = agent.net.forward([game.x])[0][0]
+        p = agent.policy.forward([game.x])[0][0]
         return int(np.argmax(p)) if greedy else sample(p, stream.random())
 
     return act
