@@ -14,10 +14,11 @@ The default preset, "fast", is the setting that beat sticky-action Pong fastest 
 2-core machine (docs/screens.md, docs/benchmarks.md "Time to score"): 16 games at once (or
 one per rank, if more ranks), each playing exactly 512 agent steps per update (a rally
 still open carries over), Adam with learning rate 4e-3 on the mean gradient, and an entropy
-bonus of 0.01. "karpathy" is the post's algorithm in the post's game: 10 whole games per
-update, summed gradient, RMSProp 1e-4, no entropy bonus, on Pong-v0's dynamics (a frame
-skip drawn from 2, 3, 4 at every step, and sticky actions). Any flag given replaces the
-preset's value.
+bonus of 0.01; the policy it plays when evaluated is the running average of its parameters
+(half-life 200 updates). "karpathy" is the post's algorithm in the post's game: 10 whole
+games per update, summed gradient, RMSProp 1e-4, no entropy bonus, the live parameters, on
+Pong-v0's dynamics (a frame skip drawn from 2, 3, 4 at every step, and sticky actions). Any
+flag given replaces the preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
 --checkpoint-every updates, at the end, and on Ctrl-C (at the end of the update under way;
 press it twice to stop at once), and writes LOG_DIR/progress.csv (plot it with
