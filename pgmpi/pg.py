@@ -134,8 +134,8 @@ class ParallelPG:
         # training and never fed back; it beats Pong under both protocols sooner than the
         # live parameters, which swing from update to update (docs/screens.md).
         h = cfg.average_half_life
-        self.average = None  # (the same initial draws: it starts as the network)
-        if h:
+        self.average = None
+        if h:  # the same initial draws: it starts as the network
             self.average = TwoLayerPolicy(*shape, rng.stream(cfg.seed, rng.INIT), bernoulli)
         self._keep = np.float32(0.5 ** (1 / h)) if h else None
         scale = math.sqrt(slots / REFERENCE_SLOTS) if cfg.batch_gradient == "mean" else 1.0
