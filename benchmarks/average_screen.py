@@ -2,6 +2,9 @@
 
     mpirun -n 2 python benchmarks/average_screen.py --seed 0   # 1,000 updates: 15 minutes
     mpirun -n 2 python benchmarks/average_screen.py --seed 1
+    cp -r runs/tts/fast-sticky-avg15-1 runs/screens/average-hour-1   # go on from a run:
+    mpirun -n 2 python benchmarks/average_screen.py --resume runs/screens/average-hour-1 \
+        --updates 4040 --half-lives 200 600 2000                      # to its 60th minute
 
 Trains ParallelPG with the default settings (sticky actions) for ``--updates`` updates and
 watches, beside the live parameters, exponential moving averages of them with half-lives of
@@ -12,6 +15,15 @@ and its live policy are the default's, bit for bit. Then each policy, live first
 actions; the evaluations are drawn in that order, so a repeat gives the same games. Prints
 and writes benchmarks/results/average_screen_seedSEED.json (mean, 95% interval half-width,
 games won) and keeps the run in runs/screens/average-SEED.
+
+With ``--resume LOG_DIR`` it goes on from that run's checkpoint (``--updates`` counts from the
+start of the run, as ``train`` does); every average starts as the run's own (which is the
+live network if it kept none) and the results go to average_screen_NAME.json. With
+``--decay-from STEPS`` the run goes on with a late decay of the step size instead (the live
+policy then is no longer the default's; a checkpoint does not keep the decay, so run it in one
+go): after STEPS agent steps it is the rule's step divided by 1 + (steps - STEPS) /
+``--decay-steps``, so a decay from a step count the run has not reached yet leaves the run as
+it was until then.
 """
 
 from __future__ import annotations
@@ -35,10 +47,35 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--updates", type=int, default=1000, help="updates to train (1000)")
     p.add_argument("--games", type=int, default=100, help="games per evaluation (100)")
+    p.add_argument("--resume", metavar="LOG_DIR", help="go on from this run's checkpoint")
+    p.add_argument(
+        "--half-lives",
+        type=float,
+        nargs="+",
+        default=HALF_LIVES,
+        help="half-lives of the averages, in updates (20 60 200)",
+    )
+    p.add_argument(
+        "--decay-from",
+        type=int,
+        metavar="STEPS",
+        help="screen a late decay too: from this many agent steps on, the step "
+        "size is divided by 1 + (steps - STEPS) / --decay-steps",
+    )
+    p.add_argument("--decay-steps", type=int, default=8_000_000, help="(8,000,000)")
     args = p.parse_args()
-    log_dir = common.ROOT / "runs" / "screens" / f"average-{args.seed}"
-    agent = ParallelPG(seed=args.seed, log_dir=log_dir, quiet=True, overwrite=True)
-    averages = {h: agent.net.params.copy() for h in HALF_LIVES}
+    if args.resume:
+        log_dir = common.Path(args.resume).resolve()
+        agent = ParallelPG.load(log_dir / "checkpoint.npz", log_dir=log_dir, quiet=True)
+        tag = log_dir.name
+    else:
+        log_dir = common.ROOT / "runs" / "screens" / f"average-{args.seed}"
+        agent = ParallelPG(seed=args.seed, log_dir=log_dir, quiet=True, overwrite=True)
+        tag = f"seed{args.seed}"
+    averages = {h: agent.policy.params.copy() for h in args.half_lives}
+    if args.decay_from is not None:  # the same + and / on every rank
+        lr, start, H = agent.learning_rate, args.decay_from, args.decay_steps
+        agent.step_size = lambda: lr / (1 + max(agent.steps - start, 0) / H)
 
     def watch(row: dict) -> None:  # on every rank, after every update
         for h, avg in averages.items():
@@ -47,14 +84,22 @@ def main() -> None:
             avg += (1 - a) * agent.net.params
 
     agent.train(updates=args.updates, callback=watch, checkpoint_path=log_dir / "checkpoint.npz")
-    live = agent.net.params.copy()
-    out = {"seed": args.seed, "updates": agent.update, "steps": agent.steps, "policies": {}}
+    live = agent.net.params.copy()  # each policy in turn is played as the live network
+    out = {
+        "seed": agent.config["seed"],
+        "resumed_from": args.resume,
+        "updates": agent.update,
+        "steps": agent.steps,
+        "decay_from": args.decay_from,
+        "decay_steps": args.decay_steps,
+        "policies": {},
+    }
     for name, params in [("live", live)] + [
-        (f"average, half-life {h}", a) for h, a in averages.items()
+        (f"average, half-life {h:g}", a) for h, a in averages.items()
     ]:
         agent.net.params[:] = params
         for protocol, sticky in (("sticky", True), ("deterministic", False)):
-            score = agent.evaluate(args.games, sticky=sticky)
+            score = agent.evaluate(args.games, sticky=sticky, live=True)  # net.params
             r = agent.evaluation_returns
             out["policies"].setdefault(name, {})[protocol] = {
                 "mean": float(score),
@@ -65,7 +110,7 @@ def main() -> None:
                 print(f"{name}: {protocol} {score}", flush=True)
     if mpi.is_root():
         out["machine"] = common.machine()
-        print("wrote", common.write(f"average_screen_seed{args.seed}", out))
+        print("wrote", common.write(f"average_screen_{tag}", out))
 
 
 if __name__ == "__main__":
