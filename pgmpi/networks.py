@@ -89,7 +89,8 @@ class TwoLayerPolicy:
         # A per-row sum over the contiguous last axis, again independent of S.
         logits = (h[:, None, :] * self.W2.T[None, :, :]).sum(axis=-1)
         if self.n_logits == 1:
-            p = 1.0 / (1.0 + np.exp(-logits[:, 0]))
+            with np.errstate(over="ignore"):  # a logit below -88: exp is inf, p is 0, as meant
+                p = 1.0 / (1.0 + np.exp(-logits[:, 0]))
             probs = np.stack([p, 1.0 - p], axis=1).astype(np.float32)
         else:
             e = np.exp(logits - logits.max(axis=1, keepdims=True))

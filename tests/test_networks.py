@@ -1,6 +1,8 @@
 """Tier 1: the numpy policy network (pgmpi/networks.py): its gradient against finite
 differences, and batched forward passes against one game at a time."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -65,6 +67,19 @@ def test_batched_forward_gives_each_game_the_bits_it_gets_alone():
         alone, (single,) = net.forward([x])
         assert alone[0].tobytes() == row.tobytes()
         assert single[2].tobytes() == cache[2].tobytes()
+
+
+def test_a_policy_certain_to_the_last_bit_gives_probabilities_0_and_1_without_a_warning():
+    rng = np.random.default_rng(5)
+    net = TwoLayerPolicy(50, 8, 2, rng, bernoulli=True)
+    net.W1[:] = 1.0
+    x = sparse(np.ones(50, dtype=np.int8))
+    for sign, up in ((-1, 0.0), (1, 1.0)):  # logits of -400 and +400
+        net.W2[:] = sign
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # an overflow in exp would raise here
+            probs, _ = net.forward([x])
+        assert probs.tolist() == [[up, 1.0 - up]]
 
 
 def _entropy(logits: np.ndarray, bernoulli: bool) -> np.ndarray:
