@@ -23,7 +23,8 @@ live network if it kept none) and the results go to average_screen_NAME.json. Wi
 policy then is no longer the default's; a checkpoint does not keep the decay, so run it in one
 go): after STEPS agent steps it is the rule's step divided by 1 + (steps - STEPS) /
 ``--decay-steps``, so a decay from a step count the run has not reached yet leaves the run as
-it was until then.
+it was until then. ``--decay-entropy`` divides the entropy bonus by the same factor (set
+before each update; a screen only). ``--greedy`` plays every policy greedily too.
 """
 
 from __future__ import annotations
@@ -63,6 +64,12 @@ def main() -> None:
         "size is divided by 1 + (steps - STEPS) / --decay-steps",
     )
     p.add_argument("--decay-steps", type=int, default=8_000_000, help="(8,000,000)")
+    p.add_argument(
+        "--decay-entropy",
+        action="store_true",
+        help="with --decay-from, divide the entropy bonus by the same factor",
+    )
+    p.add_argument("--greedy", action="store_true", help="evaluate greedy play too")
     args = p.parse_args()
     if args.resume:
         log_dir = common.Path(args.resume).resolve()
@@ -75,7 +82,15 @@ def main() -> None:
     averages = {h: agent.policy.params.copy() for h in args.half_lives}
     if args.decay_from is not None:  # the same + and / on every rank
         lr, start, H = agent.learning_rate, args.decay_from, args.decay_steps
-        agent.step_size = lambda: lr / (1 + max(agent.steps - start, 0) / H)
+        beta = agent.config["entropy_bonus"]
+
+        def step_size() -> float:
+            factor = 1 + max(agent.steps - start, 0) / H
+            if args.decay_entropy:  # read by the next update's gradients
+                agent.config["entropy_bonus"] = beta / factor
+            return lr / factor
+
+        agent.step_size = step_size
 
     def watch(row: dict) -> None:  # on every rank, after every update
         for h, avg in averages.items():
@@ -92,14 +107,18 @@ def main() -> None:
         "steps": agent.steps,
         "decay_from": args.decay_from,
         "decay_steps": args.decay_steps,
+        "decay_entropy": args.decay_entropy,
         "policies": {},
     }
     for name, params in [("live", live)] + [
         (f"average, half-life {h:g}", a) for h, a in averages.items()
     ]:
         agent.net.params[:] = params
-        for protocol, sticky in (("sticky", True), ("deterministic", False)):
-            score = agent.evaluate(args.games, sticky=sticky, live=True)  # net.params
+        plays = [("sticky", True, False), ("deterministic", False, False)]
+        if args.greedy:
+            plays += [("sticky, greedy", True, True), ("deterministic, greedy", False, True)]
+        for protocol, sticky, greedy in plays:
+            score = agent.evaluate(args.games, greedy=greedy, sticky=sticky, live=True)
             r = agent.evaluation_returns
             out["policies"].setdefault(name, {})[protocol] = {
                 "mean": float(score),
