@@ -283,23 +283,28 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
 def pack_ragged(items: list[dict[str, np.ndarray]], prefix: str) -> dict[str, np.ndarray]:
     """Per-item dicts of 1-D arrays (item i may lack a key) as flat arrays for ``save``:
     ``PREFIX.KEY`` holds every item's array one after the other, ``PREFIX.KEY.sizes`` their
-    lengths (0 where an item lacks the key)."""
+    lengths (0 where an item lacks the key) and ``PREFIX.KEY.present`` which items have it, so
+    an empty array comes back as one."""
     out = {}
     for key in sorted({k for item in items for k in item}):
         parts = [item[key] for item in items if key in item]
         out[f"{prefix}.{key}.sizes"] = np.array([len(i.get(key, ())) for i in items], np.int64)
+        out[f"{prefix}.{key}.present"] = np.array([key in i for i in items], np.int8)
         out[f"{prefix}.{key}"] = np.concatenate(parts)
     return out
 
 
 def unpack_ragged(arrays: dict[str, np.ndarray], prefix: str, i: int) -> dict[str, np.ndarray]:
-    """Item ``i``'s arrays from what :func:`pack_ragged` wrote (keys it lacked are left out)."""
+    """Item ``i``'s arrays from what :func:`pack_ragged` wrote (keys it lacked are left out;
+    checkpoints before ``.present`` left its empty arrays out too)."""
     out = {}
     for name, sizes in arrays.items():
-        if name.startswith(f"{prefix}.") and name.endswith(".sizes") and sizes[i] > 0:
-            start = int(sizes[:i].sum())
-            key = name[len(prefix) + 1 : -len(".sizes")]
-            out[key] = arrays[name[: -len(".sizes")]][start : start + sizes[i]]
+        if name.startswith(f"{prefix}.") and name.endswith(".sizes"):
+            stem = name[: -len(".sizes")]
+            present = arrays.get(f"{stem}.present")
+            if present[i] if present is not None else sizes[i] > 0:
+                start = int(sizes[:i].sum())
+                out[stem[len(prefix) + 1 :]] = arrays[stem][start : start + sizes[i]]
     return out
 
 

@@ -306,8 +306,8 @@ class OpenRallies:
         """Take back game k's waiting steps from what :meth:`arrays` returned."""
         if len(arrays.get("open_actions", ())):
             splits = np.cumsum(arrays["open_sizes"])[:-1]
-            # steps of blank difference frames have no non-zero input, and a checkpoint
-            # leaves a game's empty arrays out (checkpoint.unpack_ragged)
+            # steps of blank difference frames have no non-zero input, and checkpoints
+            # before ".present" left a game's empty arrays out (checkpoint.unpack_ragged)
             idx = arrays.get("open_idx", np.zeros(0, dtype=np.int64))
             vals = arrays.get("open_vals", np.zeros(0, dtype=np.float32))
             idx, vals = np.split(idx, splits), np.split(vals, splits)

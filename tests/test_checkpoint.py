@@ -77,9 +77,27 @@ def test_save_replaces_atomically_and_leaves_no_temporary(saved):
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]
 
 
+def test_packed_items_keep_empty_arrays_apart_from_absent_keys():
+    items = [
+        {"a": np.arange(3), "b": np.zeros(0, dtype=np.float32)},
+        {"a": np.zeros(0, dtype=np.int64)},
+        {"b": np.array([1.5], dtype=np.float32)},
+    ]
+    packed = checkpoint.pack_ragged(items, "x")
+    for i, item in enumerate(items):
+        back = checkpoint.unpack_ragged(packed, "x", i)
+        assert sorted(back) == sorted(item)  # an empty array is kept, an absent key is not
+        for key, value in item.items():
+            assert back[key].dtype == value.dtype and np.array_equal(back[key], value)
+    # a checkpoint written before ".present" reads as it did: size 0 is left out
+    older = {k: v for k, v in packed.items() if not k.endswith(".present")}
+    assert sorted(checkpoint.unpack_ragged(older, "x", 0)) == ["a"]
+    assert sorted(checkpoint.unpack_ragged(older, "x", 1)) == []
+
+
 def test_an_open_rally_of_blank_frames_survives_a_checkpoint():
     # Between points the difference frame can be blank: no non-zero input, so the waiting
-    # steps' idx and vals are empty and the packed checkpoint leaves them out for that game.
+    # steps' idx and vals are empty for that game (checkpoints before ".present" left them out).
     blank = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
     moving = (np.array([3, 70], dtype=np.int64), np.array([1.0, -1.0], dtype=np.float32))
     rallies = rollout.OpenRallies()
