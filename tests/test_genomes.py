@@ -1,7 +1,8 @@
 """Tier 1, single process: PrunedGA's genomes (pgmpi/genomes.py) and Hebbian-guided pruning:
 why the all-ones network cannot balance a walker and the signed one can turn an output
 down, the signed values fixed by the seed, pruning that never adds or changes a weight,
-busy connections spared, and the ones genome's bits unchanged."""
+busy connections spared, the ones genome's bits unchanged, and the same bits under any BLAS
+kernel."""
 
 import hashlib
 import os
@@ -20,7 +21,9 @@ from pgmpi.optimizers import PruningOptimizer, hebbian_prune_probabilities
 SIZES = (6, 5, 5, 3)
 TINY = dict(hidden_sizes=[4], population_size=6, episodes_per_individual=2, seed=5, quiet=True)
 # PrunedGA(env, **TINY, max_episode_steps=steps).train(generations=3): a hash of the
-# optimizer's state, computed on commit 79b8b0c, before the signed genome existed.
+# optimizer's state, computed on commit 79b8b0c, before the signed genome existed (its x @ w
+# then went through BLAS; BipedalWalker's is what OpenBLAS's SSE3 kernel gave there, and what
+# genomes.matvec gives on every CPU).
 BEFORE = {("CartPole-v1", 500): "5c1f0aac78f2c031", ("BipedalWalker-v3", 60): "3fb8250c62415519"}
 
 
