@@ -146,6 +146,11 @@ class PGConfig(Settings):
                                    "objective, against standardised returns (0: none, as in "
                                    "the post)", "non_negative_float",
                                    lambda v: is_real(v) and v >= 0, ">= 0")
+    value_baseline: float = setting(0.0, "weight of a learned baseline: the network gets a "
+                                    "value output trained on the discounted returns, and the "
+                                    "advantages become the returns less it (0: none, as in "
+                                    "the post)", "non_negative_float",
+                                    lambda v: is_real(v) and v >= 0, ">= 0")
     average_half_life: float = setting(200.0, "the policy evaluate() and act() play: a "
                                        "running average of the parameters with this "
                                        "half-life in updates, kept beside training and never "
@@ -199,7 +204,7 @@ class PGConfig(Settings):
 # What ParallelPG did before each of these settings existed: a checkpoint written then lacks
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
-                 deterministic_games=0.0, average_half_life=0.0)  # fmt: skip
+                 deterministic_games=0.0, average_half_life=0.0, value_baseline=0.0)  # fmt: skip
 
 
 # ParallelPG's named settings (``ParallelPG.from_preset``, ``examples/pong.py --preset``).

@@ -40,10 +40,13 @@ class TwoLayerPolicy:
         n_actions: A >= 2. With ``bernoulli=True`` A must be 2 and there is one logit,
             the log-odds of action 0 (Karpathy's Pong policy); otherwise A logits.
         rng: draws the initial weights, ``randn / sqrt(fan_in)`` as in the post.
+        value: add one more output, a learned baseline ``v = h @ W2[:, -1]`` (the value of
+            the state: the expected discounted return), its weights starting at zero, so the
+            policy's initial weights are the same draws as without it.
 
     Attributes:
         params: float32 (D*H + H*K,), the flat parameter vector; ``W1`` (D, H) and ``W2``
-            (H, K) are views into it (K = 1 or A).
+            (H, K) are views into it (K = 1 or A, plus 1 with ``value``).
     """
 
     def __init__(
@@ -53,15 +56,25 @@ class TwoLayerPolicy:
         n_actions: int,
         rng: np.random.Generator,
         bernoulli: bool = False,
+        value: bool = False,
     ):
         self.n_inputs, self.n_hidden, self.n_actions = n_inputs, n_hidden, n_actions
-        self.n_logits = 1 if bernoulli else n_actions
-        d, h, k = n_inputs, n_hidden, self.n_logits
-        self.params = np.empty(d * h + h * k, dtype=np.float32)
+        self.n_logits = k = 1 if bernoulli else n_actions
+        self.n_outputs = k + int(value)  # the logits, then the value if any
+        d, h = n_inputs, n_hidden
+        self.params = np.zeros(d * h + h * self.n_outputs, dtype=np.float32)
         self.W1 = self.params[: d * h].reshape(d, h)
-        self.W2 = self.params[d * h :].reshape(h, k)
+        self.W2 = self.params[d * h :].reshape(h, self.n_outputs)
         self.W1[:] = rng.standard_normal((d, h)) / np.sqrt(d)
-        self.W2[:] = rng.standard_normal((h, k)) / np.sqrt(h)
+        self.W2[:, :k] = rng.standard_normal((h, k)) / np.sqrt(h)
+
+    def values(self, caches: list) -> np.ndarray:
+        """The baseline's value of each step of a game, float64 (T,), from its caches (at
+        today's weights); zeros without a value output."""
+        if self.n_outputs == self.n_logits:
+            return np.zeros(len(caches))
+        h = np.array([c[2] for c in caches], dtype=np.float32).reshape(-1, self.n_hidden)
+        return (h * self.W2[:, -1]).sum(axis=1, dtype=np.float64)  # per row: no BLAS
 
     def forward(self, xs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list]:
         """One step of S games at once: action probabilities and one cache per game.
@@ -87,7 +100,7 @@ class TwoLayerPolicy:
             h[counts > 0] = np.add.reduceat(rows, (ends - counts)[counts > 0], axis=0)
         np.maximum(h, 0.0, out=h)
         # A per-row sum over the contiguous last axis, again independent of S.
-        logits = (h[:, None, :] * self.W2.T[None, :, :]).sum(axis=-1)
+        logits = (h[:, None, :] * self.W2.T[None, : self.n_logits, :]).sum(axis=-1)
         if self.n_logits == 1:
             with np.errstate(over="ignore"):  # a logit below -88: exp is inf, p is 0, as meant
                 p = 1.0 / (1.0 + np.exp(-logits[:, 0]))
@@ -137,20 +150,22 @@ class TwoLayerPolicy:
         touches: ``params`` seen as (D + K, H) rows (W1's D rows, then W2's H*K values).
 
         Pass ``dlogits`` already multiplied by the advantages: this is then the REINFORCE
-        gradient of one game's piece. Only the rows of W1 for inputs that were ever non-zero
-        are touched (a few thousand of Pong's 6,400), so the gradient of a game is kept and
-        summed at those rows only. No BLAS call is made (numpy's own loops, in a fixed
-        order), so the result does not depend on the BLAS thread count.
+        gradient of one game's piece. With a value output, ``dlogits`` has one more column,
+        the value's (what to add to it, times the baseline's weight). Only the rows of W1
+        for inputs that were ever non-zero are touched (a few thousand of Pong's 6,400), so
+        the gradient of a game is kept and summed at those rows only. No BLAS call is made
+        (numpy's own loops, in a fixed order), so the result does not depend on the BLAS
+        thread count.
 
         Args:
             caches: one per step t, as returned by :meth:`forward` for this game.
-            dlogits: float32 (T, K).
+            dlogits: float32 (T, K) (K counts the value output, if any).
 
         Returns:
             (rows int64 (R,), increasing; float32 (R, H)): the flat gradient is zero but
             for ``grad.reshape(-1, H)[rows] = block`` (see :meth:`flat`).
         """
-        d, k = self.n_inputs, self.n_logits
+        d, k = self.n_inputs, self.n_outputs
         h = np.array([c[2] for c in caches], dtype=np.float32).reshape(-1, self.n_hidden)
         touched = np.unique(np.concatenate([c[0] for c in caches] + [np.zeros(0, np.int64)]))
         rows = np.concatenate([touched, np.arange(d, d + k)])

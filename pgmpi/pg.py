@@ -129,14 +129,15 @@ class ParallelPG:
         self.blas = threads.cap_blas_threads(blas_threads)
         bernoulli = probe.is_pong  # Pong: one up/down logit
         shape = (probe.n_inputs, cfg.hidden_size, probe.n_actions)
-        self.net = TwoLayerPolicy(*shape, rng.stream(cfg.seed, rng.INIT), bernoulli)
+        value = cfg.value_baseline > 0
+        self.net = TwoLayerPolicy(*shape, rng.stream(cfg.seed, rng.INIT), bernoulli, value)
         # The policy played (evaluate, act): a running average of the parameters, kept beside
         # training and never fed back; it beats Pong under both protocols sooner than the
         # live parameters, which swing from update to update (docs/screens.md).
         h = cfg.average_half_life
         self.average = None
         if h:  # the same initial draws: it starts as the network
-            self.average = TwoLayerPolicy(*shape, rng.stream(cfg.seed, rng.INIT), bernoulli)
+            self.average = TwoLayerPolicy(*shape, rng.stream(cfg.seed, rng.INIT), bernoulli, value)
         self._keep = np.float32(0.5 ** (1 / h)) if h else None
         scale = math.sqrt(slots / REFERENCE_SLOTS) if cfg.batch_gradient == "mean" else 1.0
         self.learning_rate = lr = cfg.learning_rate * max(scale, 1.0)
@@ -156,18 +157,24 @@ class ParallelPG:
 
     def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
         """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
-        standardised discounted returns, as (rows, values) (None if no rally finished)."""
+        standardised discounted returns (less the learned baseline's values, with one), as
+        (rows, values) (None if no rally finished)."""
         self.open_rallies.prepend(k, piece, self.net)  # the last update's, at today's network
         cut = self.open_rallies.keep(k, piece)  # steps after the last point wait for it
         if cut == 0:
             return None
         returns = discounted_returns(piece.rewards[:cut], self.config["gamma"], piece.ends[:cut])
-        adv = standardise(returns).astype(np.float32)
+        values = self.net.values(piece.caches[:cut])  # zeros without a baseline
+        adv = standardise(returns - values).astype(np.float32)
         dlogits = np.array(piece.dlogits[:cut])
         weighted = dlogits * adv[:, None]
         beta = self.config["entropy_bonus"]
         if beta:  # + beta d H / d logits: keeps the policy from settling too soon
             weighted += np.float32(beta) * self.net.entropy_dlogits(dlogits, piece.actions[:cut])
+        c = self.config["value_baseline"]
+        if c:  # and the value output climbs -c (G - v)^2 / 2: its gradient is c (G - v)
+            fit = (c * (returns - values)).astype(np.float32)
+            weighted = np.concatenate([weighted, fit[:, None]], axis=1)
         return self.net.gradient(piece.caches[:cut], weighted)
 
     def train(

@@ -111,6 +111,47 @@ def test_karpathy_preset_is_the_posts_update(monkeypatch):
     np.testing.assert_allclose(agent.net.params, expected, rtol=2e-4, atol=1e-7)
 
 
+def test_a_learned_baseline_update_is_the_textbook_one(monkeypatch):
+    """The second update with a value output (the first leaves its weights non-zero), recomputed
+    densely in float64 from the recorded games: advantages are the returns less the values,
+    standardised per game, and the value output climbs -c (G - v)^2 / 2 through the same
+    hidden layer; then one RMSProp step on the sum over the games."""
+    c = 0.5
+    agent = ParallelPG.from_preset("karpathy", hidden_size=6, slots=2, seed=1, quiet=True,
+                                   value_baseline=c)  # fmt: skip
+    assert agent.net.W2.shape == (6, 2) and not agent.net.W2[:, 1].any()  # starts at zero
+    agent.train(updates=1)
+    recorded, play = [], rollout.play
+    monkeypatch.setattr(rollout, "play", lambda *a, **k: recorded.extend(play(*a, **k)) or recorded)
+    W1, W2 = agent.net.W1.astype(np.float64), agent.net.W2.astype(np.float64)
+    assert W2[:, 1].any()
+    cache = agent.optimizer.cache.astype(np.float64)
+    agent.train(updates=2)
+    assert len(recorded) == 2
+
+    def update(baseline: bool) -> np.ndarray:
+        g1, g2 = np.zeros_like(W1), np.zeros_like(W2)
+        for piece in recorded:
+            X = np.zeros((len(piece.rewards), 6400))
+            for t, (idx, vals, _) in enumerate(piece.caches):
+                X[t, idx] = vals
+            up = np.array([d[0] > 0 for d in piece.dlogits])
+            h = np.maximum(X @ W1, 0)
+            p_up, v = 1 / (1 + np.exp(-(h @ W2[:, 0]))), h @ W2[:, 1] * baseline
+            r = np.array(piece.rewards)
+            G = discounted_returns(r, 0.99, r != 0)
+            A = (G - v - (G - v).mean()) / (G - v).std()
+            d = np.stack([(up - p_up) * A, c * (G - v) * baseline], axis=1)
+            g2 += h.T @ d
+            g1 += X.T @ ((d @ W2.T) * (h > 0))
+        g = np.concatenate([g1.ravel(), g2.ravel()])
+        rms = 0.99 * cache + 0.01 * g**2
+        return np.concatenate([W1.ravel(), W2.ravel()]) + 1e-4 * g / (np.sqrt(rms) + 1e-5)
+
+    np.testing.assert_allclose(agent.net.params, update(True), rtol=2e-4, atol=1e-7)
+    assert not np.allclose(agent.net.params, update(False), rtol=2e-4, atol=1e-7)
+
+
 def test_exact_and_float_reductions_agree_closely():
     exact = _cartpole().train(episodes=12)
     plain = _cartpole(exact_reduction=False).train(episodes=12)

@@ -128,6 +128,25 @@ def test_deterministic_games_resume_exactly_mid_game_on_another_rank_count(tmp_p
     assert _hash(plain) != _hash(whole)  # the deterministic games changed the play
 
 
+def test_a_learned_baseline_resumes_exactly_mid_game_on_another_rank_count(tmp_path):
+    """With a value output: 4 updates on 1 rank, or 2 on 2 ranks then 2 more on 3 from the
+    checkpoint, give the same parameters, optimizer state and logged scores."""
+    valued = [*PONG, "--value-baseline", "0.5"]
+    whole = run_mpi(1, [SCRIPT, *valued, "--updates", "4", "--log-dir", str(tmp_path / "a")])
+    first = run_mpi(2, [SCRIPT, *valued, "--updates", "2", "--log-dir", str(tmp_path / "b")])
+    assert first.returncode == 0, first.stderr[-3000:]
+    saved = ParallelPG.load(tmp_path / "b" / "checkpoint.npz", quiet=True)
+    assert saved.config["value_baseline"] == 0.5 and saved.net.W2[:, 1].any()
+    rest = run_mpi(
+        3, [SCRIPT, *valued, "--updates", "4", "--log-dir", str(tmp_path / "b"), "--resume"]
+    )
+    assert _hash(rest) == _hash(whole)
+    a, b = (_learning_columns(tmp_path / d / "progress.csv") for d in "ab")
+    assert len(a) == 4 and a == b
+    plain = run_mpi(1, [SCRIPT, *PONG, "--updates", "4", "--log-dir", str(tmp_path / "c")])
+    assert _hash(plain) != _hash(whole)  # the baseline changed the updates
+
+
 def test_pong_resume_is_exact_with_games_in_progress_and_a_new_rank_count(tmp_path):
     """Stop after 2 updates on 2 ranks with games half played, go on to 4 on 3 ranks."""
     whole = _hash(run_mpi(1, [SCRIPT, *PONG, "--updates", "4", "--log-dir", str(tmp_path / "a")]))
