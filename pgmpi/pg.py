@@ -304,6 +304,7 @@ class ParallelPG:
             + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
             + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
             + (f", entropy bonus {c['entropy_bonus']:g}" if c["entropy_bonus"] else "")
+            + (f", learned baseline {c['value_baseline']:g}" if c["value_baseline"] else "")
             + (
                 f" | plays the running average (half-life {c['average_half_life']:g} updates)"
                 if self.average is not None

@@ -282,7 +282,9 @@ def test_steps_count_the_agent_steps_played_not_the_open_rallies_carried_over():
 def test_the_header_names_the_default_entropy_bonus_and_the_posts_preset_has_none():
     assert ", entropy bonus 0.01 |" in ParallelPG(hidden_size=4, slots=1, quiet=True).header()
     post = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True)
-    assert "entropy" not in post.header()
+    assert "entropy" not in post.header() and "baseline" not in post.header()
+    valued = ParallelPG(hidden_size=4, slots=1, quiet=True, value_baseline=0.5)
+    assert ", entropy bonus 0.01, learned baseline 0.5 |" in valued.header()
 
 
 def test_the_run_header_says_which_pong_protocol_is_in_force():
