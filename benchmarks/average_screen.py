@@ -25,6 +25,9 @@ go): after STEPS agent steps it is the rule's step divided by 1 + (steps - STEPS
 ``--decay-steps``, so a decay from a step count the run has not reached yet leaves the run as
 it was until then. ``--decay-entropy`` divides the entropy bonus by the same factor (set
 before each update; a screen only). ``--greedy`` plays every policy greedily too.
+``--value-baseline C`` trains with a learned baseline of that weight (``value_baseline``; the
+run then goes to runs/screens/average-value-C-SEED and its results to
+average_screen_value-C-seedSEED.json).
 """
 
 from __future__ import annotations
@@ -70,15 +73,20 @@ def main() -> None:
         help="with --decay-from, divide the entropy bonus by the same factor",
     )
     p.add_argument("--greedy", action="store_true", help="evaluate greedy play too")
+    p.add_argument("--value-baseline", type=float, default=0.0, help="(0: none)")
     args = p.parse_args()
     if args.resume:
         log_dir = common.Path(args.resume).resolve()
         agent = ParallelPG.load(log_dir / "checkpoint.npz", log_dir=log_dir, quiet=True)
         tag = log_dir.name
     else:
-        log_dir = common.ROOT / "runs" / "screens" / f"average-{args.seed}"
-        agent = ParallelPG(seed=args.seed, log_dir=log_dir, quiet=True, overwrite=True)
-        tag = f"seed{args.seed}"
+        c = args.value_baseline
+        named = f"value-{c:g}-" if c else ""
+        log_dir = common.ROOT / "runs" / "screens" / f"average-{named}{args.seed}"
+        agent = ParallelPG(
+            seed=args.seed, value_baseline=c, log_dir=log_dir, quiet=True, overwrite=True
+        )
+        tag = f"{named}seed{args.seed}"
     averages = {h: agent.policy.params.copy() for h in args.half_lives}
     if args.decay_from is not None:  # the same + and / on every rank
         lr, start, H = agent.learning_rate, args.decay_from, args.decay_steps
@@ -108,6 +116,7 @@ def main() -> None:
         "decay_from": args.decay_from,
         "decay_steps": args.decay_steps,
         "decay_entropy": args.decay_entropy,
+        "value_baseline": agent.config["value_baseline"],
         "policies": {},
     }
     for name, params in [("live", live)] + [
