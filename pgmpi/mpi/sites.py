@@ -162,7 +162,8 @@ def mismatch_text(found: tuple, n: int) -> str:
     elif key == END[0]:
         what = (
             f"rank 0 waits in collective {c}, {text0}, while rank {r} reached {END[1]} "
-            "instead (it finished, or stopped on an error)"
+            "instead (it finished, stopped on an error, or a second stop signal stopped it at "
+            "once)"
         )
     else:
         what = f"rank 0's collective {c} is {text0}, while rank {r}'s collective {c} is {text}"
