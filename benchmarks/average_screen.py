@@ -27,7 +27,7 @@ it was until then. ``--decay-entropy`` divides the entropy bonus by the same fac
 before each update; a screen only). ``--greedy`` plays every policy greedily too.
 ``--value-baseline C`` trains with a learned baseline of that weight (``value_baseline``; the
 run then goes to runs/screens/average-value-C-SEED and its results to
-average_screen_value-C-seedSEED.json).
+average_screen_value-C-seedSEED.json); with ``--resume`` the checkpoint's setting holds.
 """
 
 from __future__ import annotations
