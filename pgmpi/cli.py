@@ -169,6 +169,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_int_or_none(text: str) -> int | None:
+    """An int >= 1, or ``none`` (None: the setting is off)."""
+    return None if text.lower() == "none" else positive_int(text)
+
+
 def _number(text: str) -> float:
     try:
         return float(text)
@@ -217,6 +222,7 @@ def frame_skip(text: str) -> int | list:
 # The parsers a settings field names (pgmpi.config.setting's ``flag``).
 FLAG_TYPES = {
     "positive_int": positive_int,
+    "positive_int_or_none": positive_int_or_none,
     "positive_float": positive_float,
     "non_negative_float": non_negative_float,
     "fraction": fraction,

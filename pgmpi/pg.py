@@ -168,7 +168,7 @@ class ParallelPG:
         adv = standardise(returns - values).astype(np.float32)
         dlogits = np.array(piece.dlogits[:cut])
         weighted = dlogits * adv[:, None]
-        beta = self.config["entropy_bonus"]
+        beta = self.config["entropy_bonus"] / self.decay()
         if beta:  # + beta d H / d logits: keeps the policy from settling too soon
             weighted += np.float32(beta) * self.net.entropy_dlogits(dlogits, piece.actions[:cut])
         c = self.config["value_baseline"]
@@ -282,12 +282,17 @@ class ParallelPG:
             log.print_once(f"note: games cut at max_episode_steps={cap}")
         return row, any(r["stop"] for r in figures), mine
 
+    def decay(self) -> float:
+        """What this update's step size and entropy bonus are divided by: 1, or with
+        ``lr_decay_steps`` H, 1 + (agent steps so far - ``decay_from``) / H once past
+        ``decay_from`` (only -, + and /, so every rank on every host computes the same bits)."""
+        H, past = self.config["lr_decay_steps"], self.steps - self.config["decay_from"]
+        return 1.0 if H is None or past <= 0 else 1 + past / H
+
     def step_size(self) -> float:
-        """This update's learning rate: ``learning_rate`` (after the square-root rule), or with
-        ``lr_decay_steps`` H, that divided by 1 + agent steps so far / H (only + and /, so
-        every rank on every host computes the same bits)."""
-        H = self.config["lr_decay_steps"]
-        return self.learning_rate if H is None else self.learning_rate / (1 + self.steps / H)
+        """This update's learning rate: ``learning_rate`` (after the square-root rule) over
+        :meth:`decay`."""
+        return self.learning_rate / self.decay()
 
     def counts(self) -> dict[str, int]:
         return {"updates": self.update, "episodes": self.episodes}
@@ -305,6 +310,12 @@ class ParallelPG:
             + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
             + (f", entropy bonus {c['entropy_bonus']:g}" if c["entropy_bonus"] else "")
             + (f", learned baseline {c['value_baseline']:g}" if c["value_baseline"] else "")
+            + (
+                f", lr and bonus decayed past {c['decay_from']:,} agent steps (halved "
+                f"{c['lr_decay_steps']:,} later)"
+                if c["lr_decay_steps"]
+                else ""
+            )  # fmt: skip
             + (
                 f" | plays the running average (half-life {c['average_half_life']:g} updates)"
                 if self.average is not None

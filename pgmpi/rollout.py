@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from pgmpi import mpi, rng
-from pgmpi.config import memory_problem
+from pgmpi.config import PONG_VALUE_BASELINE, memory_problem
 from pgmpi.envs import PONG_ID, Game
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.pong import PongGame
@@ -47,7 +47,8 @@ def make_games(env: str | Callable, slots: list[int], cfg) -> tuple[dict, Game |
         Game k for each of ``slots``; one game to read the env's sizes from (made even
         where ``slots`` is empty, so that every rank checks the env); ``cfg`` with
         ``whole_games`` None made False for Pong and True for other envs (their games
-        cannot be saved mid-game); and why the env cannot be made, play
+        cannot be saved mid-game) and ``value_baseline`` None made 0.05 for Pong and 0 for
+        other envs; and why the env cannot be made, play
         ``whole_games=False`` or fit in memory, or None. If the env cannot be made: ``{}``,
         None, ``cfg`` as given, the problem.
     """
@@ -69,6 +70,8 @@ def make_games(env: str | Callable, slots: list[int], cfg) -> tuple[dict, Game |
     problem = None
     if not probe.discrete:
         problem = f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
+    if cfg.value_baseline is None:
+        cfg = replace(cfg, value_baseline=PONG_VALUE_BASELINE if probe.is_pong else 0.0)
     if cfg.whole_games is None:
         cfg = replace(cfg, whole_games=not probe.is_pong)
     elif not cfg.whole_games and not probe.is_pong:

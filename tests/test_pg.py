@@ -279,12 +279,24 @@ def test_steps_count_the_agent_steps_played_not_the_open_rallies_carried_over():
     assert agent.open_rallies.steps  # rallies were open, so the check could fail
 
 
-def test_the_header_names_the_default_entropy_bonus_and_the_posts_preset_has_none():
-    assert ", entropy bonus 0.01 |" in ParallelPG(hidden_size=4, slots=1, quiet=True).header()
-    post = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True)
-    assert "entropy" not in post.header() and "baseline" not in post.header()
-    valued = ParallelPG(hidden_size=4, slots=1, quiet=True, value_baseline=0.5)
+def test_the_header_names_the_default_bonus_baseline_and_decay_and_the_posts_preset_has_none():
+    default = ParallelPG(hidden_size=4, slots=1, quiet=True).header()
+    assert (", entropy bonus 0.01, learned baseline 0.05, lr and bonus decayed past 10,000,000 "
+            "agent steps (halved 8,000,000 later) |") in default  # fmt: skip
+    post = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True).header()
+    assert not any(word in post for word in ("entropy", "baseline", "decay"))
+    valued = ParallelPG(hidden_size=4, slots=1, quiet=True, value_baseline=0.5, lr_decay_steps=None)
     assert ", entropy bonus 0.01, learned baseline 0.5 |" in valued.header()
+
+
+def test_the_default_baseline_is_pongs_and_other_envs_get_none():
+    """value_baseline None: 0.05 for Pong, whose returns lie in [-1, 1]; none for CartPole,
+    whose unscaled returns would swamp the standardised advantages (it then fails to learn)."""
+    pong = ParallelPG(hidden_size=4, slots=1, quiet=True)
+    cartpole = ParallelPG(env="CartPole-v1", hidden_size=4, slots=1, quiet=True)
+    assert pong.config["value_baseline"] == 0.05 and pong.net.n_outputs == 2  # up, value
+    assert cartpole.config["value_baseline"] == 0.0 and cartpole.net.n_outputs == 2  # 2 actions
+    assert "baseline" not in cartpole.header()
 
 
 def test_the_run_header_says_which_pong_protocol_is_in_force():
@@ -322,30 +334,32 @@ def test_with_deterministic_games_only_the_sticky_games_are_logged(share, monkey
 
 
 def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
-    """A checkpoint written before entropy_bonus and deterministic_games existed lacks them
-    (rewritten here without them): it resumes with the values in force then (no bonus), not
-    today's defaults, into the same log dir, exactly as a run never stopped."""
+    """A checkpoint written before entropy_bonus, deterministic_games and decay_from existed
+    lacks them (rewritten here without them): it resumes with the values in force then (no
+    bonus, a decay from the first step), not today's defaults, into the same log dir, exactly
+    as a run never stopped."""
     import json
 
     ck = tmp_path / "ck.npz"
-    whole = _cartpole(entropy_bonus=0.0).train(episodes=16)
-    _cartpole(entropy_bonus=0.0).train(episodes=8).save(ck)
+    then = dict(entropy_bonus=0.0, lr_decay_steps=100, decay_from=0)
+    whole = _cartpole(**then).train(episodes=16)
+    _cartpole(**then).train(episodes=8).save(ck)
     with np.load(ck) as data:
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
-    for name in ("entropy_bonus", "deterministic_games"):
+    for name in ("entropy_bonus", "deterministic_games", "decay_from"):
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
-    assert back.config["entropy_bonus"] == 0.0
+    assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
 
-def test_lr_decay_steps_divides_the_step_size_by_one_plus_steps_over_h(tmp_path):
+def test_the_late_decay_divides_the_step_size_by_one_plus_steps_past_decay_from_over_h(tmp_path):
     rates = []
-    agent = _cartpole(lr_decay_steps=100)
+    agent = _cartpole(lr_decay_steps=100, decay_from=40)
     before = [0]
     agent.train(
         episodes=16,
@@ -354,15 +368,35 @@ def test_lr_decay_steps_divides_the_step_size_by_one_plus_steps_over_h(tmp_path)
             or before.__setitem__(0, row["steps"])
         ),
     )
-    assert len(rates) == 4 and rates[-1][0] > 0
-    for steps, lr in rates:  # each update's rate, from the steps played before it
-        assert lr == agent.learning_rate / (1 + steps / 100)
-    constant = _cartpole().train(episodes=16)
+    assert len(rates) == 4 and rates[0][0] <= 40 < rates[-1][0]  # constant, then decayed
+    lr = agent.learning_rate
+    for steps, rate in rates:  # each update's rate, from the steps played before it
+        assert rate == (lr if steps <= 40 else lr / (1 + (steps - 40) / 100))
+    constant = _cartpole(lr_decay_steps=None).train(episodes=16)
     assert not np.array_equal(constant.net.params, agent.net.params)
+    # a decay that has not started yet changes nothing, bit for bit
+    later = _cartpole(lr_decay_steps=100, decay_from=10**9).train(episodes=16)
+    np.testing.assert_array_equal(later.net.params, constant.net.params)
     # a resumed run decays from where it stopped, bit for bit
-    half = _cartpole(lr_decay_steps=100).train(episodes=8)
+    half = _cartpole(lr_decay_steps=100, decay_from=40).train(episodes=8)
     back = ParallelPG.load(half.save(tmp_path / "ck.npz"), quiet=True).train(episodes=16)
     np.testing.assert_array_equal(back.net.params, agent.net.params)
+
+
+def test_the_late_decay_divides_the_entropy_bonus_too():
+    """Twice the bonus and step, both halved by the decay, is the same update as the halves
+    undecayed (each a division by 2: exact in floating point)."""
+    decayed = _cartpole(entropy_bonus=0.02, lr_decay_steps=100, decay_from=50)
+    decayed.steps = 150  # 1 + (150 - 50) / 100 = 2
+    plain = _cartpole(entropy_bonus=0.01, learning_rate=decayed.learning_rate / 2,
+                      lr_decay_steps=None)  # fmt: skip
+    assert decayed.decay() == 2.0 and plain.decay() == 1.0
+    decayed.train(updates=1)
+    plain.train(updates=1)
+    np.testing.assert_array_equal(decayed.net.params, plain.net.params)
+    undecayed = _cartpole(entropy_bonus=0.02, learning_rate=decayed.learning_rate / 2,
+                          lr_decay_steps=None).train(updates=1)  # fmt: skip
+    assert not np.array_equal(undecayed.net.params, plain.net.params)  # the bonus counts
 
 
 def test_an_entropy_bonus_keeps_the_policy_less_certain():
