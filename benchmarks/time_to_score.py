@@ -47,10 +47,11 @@ KEPT = common.DOCS_FIGURES / "time_to_score.json"
 THRESHOLDS = (-15, -10, -5, 0, 10, 15)
 
 
-def evaluate(checkpoint: str, games: int) -> None:
+def evaluate(checkpoint: str, games: int, live: bool = False) -> None:
     """Under mpirun: the final policy over ``games`` new games under each protocol, sampled
     and greedy: the mean, its 95% confidence interval and the games won. A run with a frame
-    skip other than ALE v5's 4 (the karpathy preset's Pong-v0) also plays its own game."""
+    skip other than ALE v5's 4 (the karpathy preset's Pong-v0) also plays its own game.
+    ``live``: the live parameters instead of their running average (what evaluate() plays)."""
     import numpy as np
 
     from pgmpi import ParallelPG, mpi
@@ -61,7 +62,7 @@ def evaluate(checkpoint: str, games: int) -> None:
         protocols.append(("as_trained", None))
     for protocol, sticky in protocols:
         for policy, greedy in (("sampled", False), ("greedy", True)):
-            mean = float(agent.evaluate(games, greedy=greedy, sticky=sticky))
+            mean = float(agent.evaluate(games, greedy=greedy, sticky=sticky, live=live))
             r = agent.evaluation_returns
             half = 1.96 * float(r.std(ddof=1)) / np.sqrt(len(r))
             out[f"{protocol}_{policy}"] = {
@@ -143,10 +144,11 @@ def main() -> None:
     p.add_argument("--tag", default="", help="runs go to runs/tts/PRESET-PROTOCOL[TAG]-SEED")
     p.add_argument("--deterministic", action="store_true", help="train without sticky actions")
     p.add_argument("--evaluate", help=argparse.SUPPRESS)
+    p.add_argument("--live", action="store_true", help=argparse.SUPPRESS)
     common.add_figure_flags(p, FIGURE)
     args = p.parse_args(argv)
     if args.evaluate:
-        return evaluate(args.evaluate, args.games)
+        return evaluate(args.evaluate, args.games, args.live)
 
     for spec in args.run:
         preset, seed = spec.split(":")

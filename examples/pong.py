@@ -13,10 +13,12 @@ actions (each emulator frame repeats the previous frame's action with probabilit
 The default preset, "fast", is the setting that beat sticky-action Pong fastest on our
 2-core machine (docs/screens.md, docs/benchmarks.md "Time to score"): 16 games at once (or
 one per rank, if more ranks), each playing exactly 512 agent steps per update (a rally
-still open carries over), Adam with learning rate 4e-3 on the mean gradient, and an entropy
-bonus of 0.01; the policy it plays when evaluated is the running average of its parameters
-(half-life 200 updates). "karpathy" is the post's algorithm in the post's game: 10 whole
-games per update, summed gradient, RMSProp 1e-4, no entropy bonus, the live parameters, on
+still open carries over), Adam with learning rate 4e-3 on the mean gradient, an entropy
+bonus of 0.01 and a learned baseline of weight 0.05 (a value output), both the step size and
+the bonus decayed from 10 M agent steps on (halved 8 M later); the policy it plays when
+evaluated is the running average of its parameters (half-life 200 updates). "karpathy" is
+the post's algorithm in the post's game: 10 whole games per update, summed gradient,
+RMSProp 1e-4, no bonus, baseline or decay, the live parameters, on
 Pong-v0's dynamics (a frame skip drawn from 2, 3, 4 at every step, and sticky actions). Any
 flag given replaces the preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
