@@ -43,6 +43,13 @@ def test_flags_carry_the_fields_defaults_and_parse_only_what_was_given():
     assert settings_given(args, PGConfig()) == {"hidden_size": 8, "sticky_actions": True}
     with pytest.raises(SystemExit):
         p.parse_args(["--slots", "0"])
+    off = p.parse_args(["--lr-decay-steps", "none", "--value-baseline", "0"])  # the old default
+    assert settings_given(off, PGConfig()) == {"lr_decay_steps": None, "value_baseline": 0.0}
+    assert settings_given(p.parse_args(["--lr-decay-steps", "5"]), PGConfig()) == {
+        "lr_decay_steps": 5
+    }
+    with pytest.raises(SystemExit):
+        p.parse_args(["--lr-decay-steps", "0"])
     ga = argparse.ArgumentParser()
     add_settings(ga, GAConfig())
     assert settings_given(ga.parse_args(["--hidden-sizes", "8", "8"]), GAConfig()) == {
