@@ -311,7 +311,8 @@ class ParallelPG:
             + (f", entropy bonus {c['entropy_bonus']:g}" if c["entropy_bonus"] else "")
             + (f", learned baseline {c['value_baseline']:g}" if c["value_baseline"] else "")
             + (
-                f", lr and bonus decayed past {c['decay_from']:,} agent steps (halved "
+                f", lr{' and bonus' if c['entropy_bonus'] else ''} decayed past "
+                f"{c['decay_from']:,} agent steps (halved "
                 f"{c['lr_decay_steps']:,} later)"
                 if c["lr_decay_steps"]
                 else ""

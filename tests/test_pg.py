@@ -285,6 +285,8 @@ def test_the_header_names_the_default_bonus_baseline_and_decay_and_the_posts_pre
             "agent steps (halved 8,000,000 later) |") in default  # fmt: skip
     post = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True).header()
     assert not any(word in post for word in ("entropy", "baseline", "decay"))
+    no_bonus = ParallelPG(hidden_size=4, slots=1, quiet=True, entropy_bonus=0.0).header()
+    assert ", learned baseline 0.05, lr decayed past 10,000,000" in no_bonus  # no bonus to decay
     valued = ParallelPG(hidden_size=4, slots=1, quiet=True, value_baseline=0.5, lr_decay_steps=None)
     assert ", entropy bonus 0.01, learned baseline 0.5 |" in valued.header()
 
