@@ -158,9 +158,10 @@ class PGConfig(Settings):
     value_baseline: float | None = setting(None, "weight of a learned baseline: the network "
                                            "gets a value output trained on the discounted "
                                            "returns, and the advantages become the returns "
-                                           "less it (0: none, as in the post; None: 0.05 for "
-                                           "Pong, whose returns lie in [-1, 1], 0 for other "
-                                           "envs)", "non_negative_float",
+                                           "less it (0: none, as in the post; None: "
+                                           f"{PONG_VALUE_BASELINE:g} for Pong, whose returns "
+                                           "lie in [-1, 1], 0 for other envs)",
+                                           "non_negative_float",
                                            lambda v: v is None or (is_real(v) and v >= 0),
                                            "None or a number >= 0")
     average_half_life: float = setting(200.0, "the policy evaluate() and act() play: a "
