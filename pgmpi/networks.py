@@ -88,29 +88,36 @@ class TwoLayerPolicy:
             :meth:`gradient`. Each row depends only on its own input, so a game's figures
             are the same bits however many games share the call.
         """
-        counts = np.array([len(i) for i, _ in xs], dtype=np.int64)
+        S = len(xs)
         idx = np.concatenate([i for i, _ in xs])
         vals = np.concatenate([v for _, v in xs]).astype(np.float32, copy=False)
-        ends = np.cumsum(counts)
-        h = np.zeros((len(xs), self.n_hidden), dtype=np.float32)
+        ends = np.fromiter(map(len, (i for i, _ in xs)), dtype=np.int64, count=S).cumsum()
+        starts = np.zeros_like(ends)
+        starts[1:] = ends[:-1]
+        h = np.zeros((S, self.n_hidden), dtype=np.float32)
         if len(idx):
             # Only the ~30 rows of W1 for each game's non-zero pixels, summed per game
             # (numpy's own loop, not BLAS: same bits whatever the BLAS build or threads).
-            rows = self.W1[idx] * vals[:, None]
-            h[counts > 0] = np.add.reduceat(rows, (ends - counts)[counts > 0], axis=0)
+            rows = self.W1.take(idx, axis=0)
+            rows *= vals[:, None]
+            some = ends > starts  # games with an input (a game's first input is zero)
+            if some.all():
+                np.add.reduceat(rows, starts, axis=0, out=h)
+            else:
+                h[some] = np.add.reduceat(rows, starts[some], axis=0)
         np.maximum(h, 0.0, out=h)
         # A per-row sum over the contiguous last axis, again independent of S.
         logits = (h[:, None, :] * self.W2.T[None, : self.n_logits, :]).sum(axis=-1)
         if self.n_logits == 1:
+            probs = np.empty((S, 2), dtype=np.float32)
             with np.errstate(over="ignore"):  # a logit below -88: exp is inf, p is 0, as meant
-                p = 1.0 / (1.0 + np.exp(-logits[:, 0]))
-            probs = np.stack([p, 1.0 - p], axis=1).astype(np.float32)
+                probs[:, 0] = 1.0 / (1.0 + np.exp(-logits[:, 0]))
+            probs[:, 1] = 1.0 - probs[:, 0]
         else:
             e = np.exp(logits - logits.max(axis=1, keepdims=True))
             probs = e / e.sum(axis=1, keepdims=True)
-        caches = [
-            (idx[e - c : e], vals[e - c : e], hs) for e, c, hs in zip(ends, counts, h, strict=True)
-        ]
+        bounds = zip(starts.tolist(), ends.tolist(), h, strict=True)
+        caches = [(idx[s:e], vals[s:e], hs) for s, e, hs in bounds]
         return probs, caches
 
     def dlogits(self, probs: np.ndarray, actions: np.ndarray) -> np.ndarray:
