@@ -14,9 +14,11 @@ the synaptolytic-learning benchmark's), launching itself under mpirun, one run a
   every generation's units of work (individual, episode): their predicted cost, steps,
   seconds and the rank that played them, the ranks' busy seconds, the generation's wall time.
 
-Then, from the recorded generations, early (the first three) and late (the last three),
-projects for n = 1 ... 1,536 ranks the share of rank time spent idle, 1 - work / (n x
-makespan), and the speed-up over 1 rank, for three ways of sharing out a generation:
+Then, from the recorded generations, early (the first three), late (the last three) and,
+if more than six were recorded, all of them (the share of a run's allocation), projects
+for n = 1 ... 1,536 ranks the share of rank time spent idle, 1 - work / (n x makespan),
+summed over the phase's generations (a long generation weighs more), and the speed-up over
+1 rank, for three ways of sharing out a generation:
 
 * ``old``: whole individuals, longest-first by the parent's steps (pgmpi before units);
 * ``static``: units, longest-first by predicted cost (``schedule.balance`` over units);
@@ -242,7 +244,8 @@ def predictions(costs: dict, g: int) -> tuple[np.ndarray, np.ndarray]:
 def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
     """Idle share and speed-up by rank count and split, for the population's first ``P``
     individuals' first ``E`` episodes in each recorded generation: {split: {n: [(idle,
-    speed-up, seconds per generation) per generation]}}."""
+    speed-up, seconds per generation, work, rank seconds, 1-rank seconds) per
+    generation]}} (work: the units' seconds; rank seconds: n x the makespan)."""
     make_s, fetch = costs["make_s"], max(costs["fetch_s"], 2 * LINK[1])
     out = {s: {n: [] for n in RANKS} for s in ("old", "static", "dynamic")}
     for g in range(len(costs["steps"])):
@@ -261,14 +264,17 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
             }
             one = unit.sum() + serial_s
             for split, (work, span) in spans.items():
-                out[split][n].append((1 - work / (n * span), one / (span + comm), span + comm))
+                out[split][n].append(
+                    (1 - work / (n * span), one / (span + comm), span + comm, work, n * span, one)
+                )
     return out
 
 
 def compare_predictors(costs: dict, phases: dict) -> dict:
     """Self-scheduled idle share at 63 and 128 ranks (full population and episodes) with
     other predictions in place of PrunedGA's, from generation 1 of the recording on:
-    {predictor: {phase: {n: idle}}}. "perfect" orders the units by their recorded cost."""
+    {predictor: {phase: {n: idle}}}, each phase's idle share of its rank time (generations
+    weighted by their length). "perfect" orders the units by their recorded cost."""
     steps, seconds = costs["steps"], costs["seconds"]
     fetch = max(costs["fetch_s"], 2 * LINK[1])
     out = {}
@@ -289,19 +295,19 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
         ways = {k: np.repeat(v, E) for k, v in ways.items()} | {"perfect": unit}
         for name, predicted in ways.items():
             for n in (63, 128):
-                idle = 1 - unit.sum() / (n * dynamic_makespan(predicted, unit, n, fetch))
-                out.setdefault(name, {}).setdefault(n, {})[g] = idle
+                span = dynamic_makespan(predicted, unit, n, fetch)
+                out.setdefault(name, {}).setdefault(n, {})[g] = (unit.sum(), n * span)
         for n in (63, 128):  # the order screened on 2026-11-25 and not adopted
             span = informed_makespan(ours, seconds[g], steps[g][:, 0], n, fetch)
             name = "PrunedGA's, but first episodes first, then what they showed (not adopted)"
-            out.setdefault(name, {}).setdefault(n, {})[g] = 1 - unit.sum() / (n * span)
+            out.setdefault(name, {}).setdefault(n, {})[g] = (unit.sum(), n * span)
             bound = "no order (a lower bound: the mean load, or the costliest units' pigeonholes)"
             span = lower_bound_makespan(unit, n)
-            out.setdefault(bound, {}).setdefault(n, {})[g] = 1 - unit.sum() / (n * span)
+            out.setdefault(bound, {}).setdefault(n, {})[g] = (unit.sum(), n * span)
     return {
         name: {
             ph: {
-                n: float(np.mean([v[g] for g in range(len(steps))[w] if g in v]))
+                n: idle_share([v[g] for g in range(len(steps))[w] if g in v])
                 for n, v in by_n.items()
             }  # fmt: skip
             for ph, w in phases.items()
@@ -310,12 +316,24 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
     }
 
 
+def idle_share(spans: list) -> float:
+    """The idle share of the rank time of some generations, from their (work, rank seconds):
+    one minus the work over the rank time, so that a long generation counts for more."""
+    work, rank_s = np.array(spans).reshape(-1, 2).sum(axis=0)
+    return float(1 - work / rank_s)
+
+
 def summarise(proj: dict, which: slice) -> dict:
-    """Mean idle share, speed-up and seconds per generation over the generations ``which``."""
-    return {
-        s: {n: np.array(v[which]).mean(axis=0).tolist() for n, v in by_n.items()}
-        for s, by_n in proj.items()
-    }
+    """Over the generations ``which``: the idle share of their rank time, the speed-up of
+    their total time and the mean seconds per generation, [idle, speed-up, seconds]."""
+    out = {}
+    for s, by_n in proj.items():
+        out[s] = {}
+        for n, v in by_n.items():
+            a = np.array(v[which])
+            idle = idle_share(a[:, 3:5])
+            out[s][n] = [idle, float(a[:, 5].sum() / a[:, 2].sum()), float(a[:, 2].mean())]
+    return out
 
 
 def table(results: dict) -> str:
@@ -344,7 +362,7 @@ def plot(results: dict, path: Path) -> None:
     colours = {"old": "tab:red", "static": "tab:orange", "dynamic": "tab:blue"}
     names = {"old": "whole individuals", "static": "units, static", "dynamic": "units, dynamic"}
     name = next(iter(results))
-    for phase, style in zip(results[name], ("-", "--"), strict=False):
+    for phase, style in zip(results[name], ("-", "--", ":"), strict=False):
         for split, by_n in results[name][phase].items():
             label = f"{names[split]}, {phase}"
             a.plot(RANKS, [100 * by_n[n][0] for n in RANKS], style, c=colours[split], label=label)
@@ -467,6 +485,8 @@ def main() -> None:
         f"{first} ({g0 + s0}-{g0 + s0 + 2})": slice(s0, s0 + 3),
         f"{last} ({g0 + max(G - 3, 0)}-{g0 + G - 1})": slice(G - 3, G),
     }
+    if G - s0 > 6:  # and the whole recording: the share of a run's allocation left idle
+        phases[f"all ({g0 + s0}-{g0 + G - 1})"] = slice(s0, G)
     results = {}
     also_p, also_e = (int(x) for x in args.also.split("x"))
     for name, (p_, e_) in {f"{P}x{E}": (P, E), f"{also_p}x{also_e}": (also_p, also_e)}.items():

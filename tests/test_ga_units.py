@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from pgmpi import PrunedGA, mpi, rng, rollout
 from pgmpi.envs import Game
@@ -116,6 +117,19 @@ def test_the_benchmarks_lower_bound_is_reached_when_it_can_be_and_never_beaten()
         bound = lower_bound_makespan(costs, n)
         assert bound <= static_makespan(costs, costs, n) + 1e-9
         assert bound <= dynamic_makespan(gen.random(1104), costs, n, 0.0) + 1e-9
+
+
+def test_the_benchmarks_idle_share_of_a_phase_weighs_each_generation_by_its_rank_time():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from ga_scaling import idle_share, summarise
+
+    # a short generation half idle and a long one 10% idle: 1 - 10 / 12, not their mean 30%
+    assert idle_share([(1.0, 2.0), (9.0, 10.0)]) == pytest.approx(1 - 10 / 12)
+    # rows as project() writes them: idle, speed-up, seconds, work, rank seconds, 1-rank seconds
+    rows = [(0.5, 1.0, 1.0, 1.0, 2.0, 1.0), (0.1, 1.8, 5.0, 9.0, 10.0, 9.0), (0.0,) * 6]
+    idle, speed_up, seconds = summarise({"dynamic": {2: rows}}, slice(0, 2))["dynamic"][2]
+    assert idle == pytest.approx(1 - 10 / 12)
+    assert speed_up == pytest.approx(10 / 6) and seconds == pytest.approx(3.0)
 
 
 def test_one_rank_counter_hands_out_every_index_in_order_without_mpi():
