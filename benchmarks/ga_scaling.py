@@ -242,10 +242,10 @@ def predictions(costs: dict, g: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
-    """Idle share and speed-up by rank count and split, for the population's first ``P``
-    individuals' first ``E`` episodes in each recorded generation: {split: {n: [(idle,
-    speed-up, seconds per generation, work, rank seconds, 1-rank seconds) per
-    generation]}} (work: the units' seconds; rank seconds: n x the makespan)."""
+    """What :func:`summarise` needs for the idle share and speed-up, by rank count and split,
+    for the population's first ``P`` individuals' first ``E`` episodes in each recorded
+    generation: {split: {n: [(seconds per generation, work, rank seconds, 1-rank seconds)
+    per generation]}} (work: the units' seconds; rank seconds: n x the makespan)."""
     make_s, fetch = costs["make_s"], max(costs["fetch_s"], 2 * LINK[1])
     out = {s: {n: [] for n in RANKS} for s in ("old", "static", "dynamic")}
     for g in range(len(costs["steps"])):
@@ -264,9 +264,7 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
             }
             one = unit.sum() + serial_s
             for split, (work, span) in spans.items():
-                out[split][n].append(
-                    (1 - work / (n * span), one / (span + comm), span + comm, work, n * span, one)
-                )
+                out[split][n].append((span + comm, work, n * span, one))
     return out
 
 
@@ -330,9 +328,9 @@ def summarise(proj: dict, which: slice) -> dict:
     for s, by_n in proj.items():
         out[s] = {}
         for n, v in by_n.items():
-            a = np.array(v[which])
-            idle = idle_share(a[:, 3:5])
-            out[s][n] = [idle, float(a[:, 5].sum() / a[:, 2].sum()), float(a[:, 2].mean())]
+            seconds, work, rank_s, one = np.array(v[which]).T
+            speed_up = float(one.sum() / seconds.sum())
+            out[s][n] = [idle_share(np.c_[work, rank_s]), speed_up, float(seconds.mean())]
     return out
 
 

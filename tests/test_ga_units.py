@@ -125,8 +125,8 @@ def test_the_benchmarks_idle_share_of_a_phase_weighs_each_generation_by_its_rank
 
     # a short generation half idle and a long one 10% idle: 1 - 10 / 12, not their mean 30%
     assert idle_share([(1.0, 2.0), (9.0, 10.0)]) == pytest.approx(1 - 10 / 12)
-    # rows as project() writes them: idle, speed-up, seconds, work, rank seconds, 1-rank seconds
-    rows = [(0.5, 1.0, 1.0, 1.0, 2.0, 1.0), (0.1, 1.8, 5.0, 9.0, 10.0, 9.0), (0.0,) * 6]
+    # rows as project() writes them: seconds, work, rank seconds, 1-rank seconds
+    rows = [(1.0, 1.0, 2.0, 1.0), (5.0, 9.0, 10.0, 9.0), (0.0,) * 4]
     idle, speed_up, seconds = summarise({"dynamic": {2: rows}}, slice(0, 2))["dynamic"][2]
     assert idle == pytest.approx(1 - 10 / 12)
     assert speed_up == pytest.approx(10 / 6) and seconds == pytest.approx(3.0)
