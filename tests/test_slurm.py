@@ -164,13 +164,22 @@ def _submit_pong(slurm_env, tmp_path, *sbatch_flags):
     raise AssertionError("unreachable")
 
 
+# The states a job never leaves (squeue -o %T). A job can show others than R while it runs:
+# SIGNALING for a few milliseconds while slurmctld sends --signal's warning, so "ended" is
+# "in one of these", never "not in the states of a running job".
+FINAL = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+         "DEADLINE", "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"}  # fmt: skip
+
+
 def _wait_for_the_end(job, slurm_env, seconds: float) -> bool:
-    """Wait until ``job`` (None: every job) has left the queue; whether it did in time."""
+    """Wait until ``job`` (None: every job) has ended, as squeue answers; whether it did in
+    time. An squeue that fails (slurmctld busy) answers nothing."""
     deadline = time.monotonic() + seconds
     which = [] if job is None else ["-j", job]
-    queue = ["squeue", "-h", *which, "-t", "PD,CF,R,S,CG", "-o", "%T"]
+    queue = ["squeue", "-h", "-t", "all", *which, "-o", "%T"]
     while time.monotonic() < deadline:
-        if not _run(queue, slurm_env).stdout.strip():
+        answer = _run(queue, slurm_env)
+        if answer.returncode == 0 and set(answer.stdout.split()) <= FINAL:
             return True
         time.sleep(0.5)
     return False
