@@ -132,6 +132,22 @@ def test_the_benchmarks_idle_share_of_a_phase_weighs_each_generation_by_its_rank
     assert speed_up == pytest.approx(10 / 6) and seconds == pytest.approx(3.0)
 
 
+def test_the_benchmarks_signalled_order_plays_a_standing_individuals_episodes_next():
+    """Two ranks; X and Y fall at once (1 s an episode), Z, predicted short, stands for
+    1,600 steps (16 s). Its first episode, started at 1, signals at 2 (100 steps in), so the
+    rank free at 2 takes Z's second episode (it ends at 18) before X's and Y's last ones, and
+    the rank free at 17 plays Z's third: 33, against 35 in the predicted order."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from ga_scaling import SIGNAL_STEPS, dynamic_makespan, signalled_makespan
+
+    assert SIGNAL_STEPS == 100
+    predicted = np.array([5.0, 5.0, 1.0])
+    cost = np.array([[1.0] * 3, [1.0] * 3, [16.0] * 3])
+    steps = np.array([[10] * 3, [10] * 3, [1600] * 3])
+    assert signalled_makespan(predicted, cost, steps, 2, 0.0) == pytest.approx(33.0)
+    assert dynamic_makespan(np.repeat(predicted, 3), cost.ravel(), 2, 0.0) == pytest.approx(35.0)
+
+
 def test_one_rank_counter_hands_out_every_index_in_order_without_mpi():
     counter = mpi.shared_counter()
     assert list(counter.take(5)) == [0, 1, 2, 3, 4]
