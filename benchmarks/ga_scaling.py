@@ -306,6 +306,12 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
     return out
 
 
+INFORMED = "PrunedGA's, but first episodes first, then what they showed (not adopted)"
+SIGNALLED = (f"first episodes first, an individual's others once one passes {SIGNAL_STEPS} "
+             "steps (not adopted)")  # fmt: skip
+FLOOR = "no order (a lower bound: the mean load, or the costliest units' pigeonholes)"
+
+
 def compare_predictors(costs: dict, phases: dict) -> dict:
     """Self-scheduled idle share at 63 and 128 ranks (full population and episodes) with
     other predictions in place of PrunedGA's, from generation 1 of the recording on:
@@ -329,21 +335,14 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
         }
         unit = seconds[g].ravel()
         ways = {k: np.repeat(v, E) for k, v in ways.items()} | {"perfect": unit}
-        for name, predicted in ways.items():
-            for n in (63, 128):
-                span = dynamic_makespan(predicted, unit, n, fetch)
+        for n in (63, 128):
+            spans = {name: dynamic_makespan(p, unit, n, fetch) for name, p in ways.items()}
+            # orders screened and not adopted, and the floor no order can beat
+            spans[INFORMED] = informed_makespan(ours, seconds[g], steps[g][:, 0], n, fetch)
+            spans[SIGNALLED] = signalled_makespan(ours, seconds[g], steps[g], n, fetch)
+            spans[FLOOR] = lower_bound_makespan(unit, n)
+            for name, span in spans.items():
                 out.setdefault(name, {}).setdefault(n, {})[g] = (unit.sum(), n * span)
-        for n in (63, 128):  # the order screened on 2026-11-25 and not adopted
-            span = informed_makespan(ours, seconds[g], steps[g][:, 0], n, fetch)
-            name = "PrunedGA's, but first episodes first, then what they showed (not adopted)"
-            out.setdefault(name, {}).setdefault(n, {})[g] = (unit.sum(), n * span)
-            span = signalled_makespan(ours, seconds[g], steps[g], n, fetch)
-            name = (f"first episodes first, an individual's others once one passes "
-                    f"{SIGNAL_STEPS} steps (not adopted)")  # fmt: skip
-            out.setdefault(name, {}).setdefault(n, {})[g] = (unit.sum(), n * span)
-            bound = "no order (a lower bound: the mean load, or the costliest units' pigeonholes)"
-            span = lower_bound_makespan(unit, n)
-            out.setdefault(bound, {}).setdefault(n, {})[g] = (unit.sum(), n * span)
     return {
         name: {
             ph: {
