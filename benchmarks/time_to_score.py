@@ -6,8 +6,10 @@
     python benchmarks/time_to_score.py --docs     # and redraw docs/figures/time_to_score.png
 
 ``--run PRESET:SEED ...`` trains each from scratch, one after the other, on ``--ranks`` (2)
-ranks: ``mpirun -n 2 python examples/pong.py --preset PRESET --seed SEED --minutes M
---target-return T --log-dir runs/tts/PRESET-PROTOCOL[TAG]-SEED`` (T: 15 unless told;
+ranks: ``mpirun -n 2 -bind-to core python examples/pong.py --preset PRESET --seed SEED
+--minutes M --target-return T --log-dir runs/tts/PRESET-PROTOCOL[TAG]-SEED`` (each rank pinned
+to a core of its own, about 3% faster here, the same bits; ``--no-pin`` leaves the ranks free,
+as the runs before this flag were; the command heads the run's train.log; T: 15 unless told;
 PROTOCOL: ``sticky``, ALE v5's sticky actions, repeat_action_probability 0.25 as Machado et
 al. 2018 set the standard, or ``deterministic`` with ``--deterministic``); any flags after
 ``--`` go to examples/pong.py as well (a screen: ``--tag=-mix -- --deterministic-games
@@ -143,6 +145,9 @@ def main() -> None:
     )
     p.add_argument("--tag", default="", help="runs go to runs/tts/PRESET-PROTOCOL[TAG]-SEED")
     p.add_argument("--deterministic", action="store_true", help="train without sticky actions")
+    p.add_argument(
+        "--no-pin", dest="pin", action="store_false", help="leave ranks unbound to cores"
+    )
     p.add_argument("--evaluate", help=argparse.SUPPRESS)
     p.add_argument("--live", action="store_true", help=argparse.SUPPRESS)
     common.add_figure_flags(p, FIGURE)
@@ -158,11 +163,11 @@ def main() -> None:
         limits = ["--minutes", str(args.minutes), "--target-return", str(args.target_return)]
         limits += ["--deterministic"] if args.deterministic else []
         limits += extra
-        print(f"training {spec} ...", flush=True)
-        out = common.mpirun(
-            args.ranks, [*pong, *limits, "--log-dir", str(log_dir)], timeout=args.minutes * 60 + 600
-        )
-        (log_dir / "train.log").write_text(out)
+        train = [*pong, *limits, "--log-dir", str(log_dir)]
+        command = common.mpirun_command(args.ranks, train, args.pin)
+        print(f"training {spec}: {' '.join(command)}", flush=True)
+        out = common.mpirun(args.ranks, train, timeout=args.minutes * 60 + 600, pin=args.pin)
+        (log_dir / "train.log").write_text(f"# {' '.join(command)}\n{out}")
         print(f"evaluating {spec} ...", flush=True)
         score = common.mpirun(
             args.ranks,
