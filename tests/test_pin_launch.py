@@ -16,7 +16,12 @@ pytestmark = pytest.mark.launcher
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import common  # noqa: E402
 
-AFFINITY = "import os; print(sorted(os.sched_getaffinity(0)), flush=True)"
+# Each rank writes its cores to a file of its own (two ranks printing to one pipe can
+# interleave their lines).
+AFFINITY = (
+    "import os, sys; open(os.path.join(sys.argv[1], str(os.getpid())), 'w')"
+    ".write(repr(sorted(os.sched_getaffinity(0))))"
+)
 
 
 def _run(cmd: list[str]) -> str:
@@ -25,15 +30,22 @@ def _run(cmd: list[str]) -> str:
     return proc.stdout
 
 
-def test_pin_flags_bind_each_rank_to_a_core_of_its_own():
+def _cores(tmp_path, pin: bool) -> list[list[int]]:
+    """The cores each of 2 ranks may run on, launched pinned or free."""
+    out = tmp_path / f"pin-{pin}"
+    out.mkdir()
+    _run(common.mpirun_command(2, ["-c", AFFINITY, str(out)], pin=pin))
+    return sorted(ast.literal_eval(f.read_text()) for f in out.iterdir())
+
+
+def test_pin_flags_bind_each_rank_to_a_core_of_its_own(tmp_path):
     if (os.cpu_count() or 1) < 2 or not common.pin_flags(2):
         pytest.skip("needs 2 cores and MPICH's or Open MPI's mpirun")
     assert common.pin_flags(os.cpu_count() + 1) == []  # more ranks than cores: left free
-    pinned = _run(common.mpirun_command(2, ["-c", AFFINITY], pin=True)).split("\n")
-    cores = sorted(ast.literal_eval(line) for line in pinned if line)
+    cores = _cores(tmp_path, pin=True)
     assert len(cores) == 2 and all(len(c) == 1 for c in cores) and cores[0] != cores[1], cores
-    free = _run(common.mpirun_command(2, ["-c", AFFINITY])).split("\n")
-    assert all(len(ast.literal_eval(line)) == os.cpu_count() for line in free if line)
+    free = _cores(tmp_path, pin=False)
+    assert len(free) == 2 and all(len(c) == os.cpu_count() for c in free), free
 
 
 def test_a_pinned_run_computes_the_same_bits_as_a_free_one(tmp_path):
