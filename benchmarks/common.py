@@ -79,8 +79,8 @@ def pin_flags(n: int) -> list[str]:
     """The launcher's flags that bind each of ``n`` ranks to a core of its own, or none
     where the machine has fewer than ``n`` cores or the launcher is not known. MPICH's mpirun
     otherwise leaves every rank free to move between cores (Open MPI binds 2 ranks to cores
-    by default; the flag says it anyway). Pinned, the 2 ranks of a Pong run went about 3%
-    faster on our 2-core machine (docs/benchmarks.md), computing the same bits."""
+    by default; the flag says it anyway). Pinned, a run computes the same bits; whether it
+    is faster depends on the machine (``benchmarks/pinning.py``, docs/cluster.md)."""
     if n > (os.cpu_count() or 1):
         return []
     try:

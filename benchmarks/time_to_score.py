@@ -6,10 +6,10 @@
     python benchmarks/time_to_score.py --docs     # and redraw docs/figures/time_to_score.png
 
 ``--run PRESET:SEED ...`` trains each from scratch, one after the other, on ``--ranks`` (2)
-ranks: ``mpirun -n 2 -bind-to core python examples/pong.py --preset PRESET --seed SEED
---minutes M --target-return T --log-dir runs/tts/PRESET-PROTOCOL[TAG]-SEED`` (each rank pinned
-to a core of its own, about 3% faster here, the same bits; ``--no-pin`` leaves the ranks free,
-as the runs before this flag were; the command heads the run's train.log; T: 15 unless told;
+ranks: ``mpirun -n 2 python examples/pong.py --preset PRESET --seed SEED --minutes M
+--target-return T --log-dir runs/tts/PRESET-PROTOCOL[TAG]-SEED`` (``--pin`` binds each rank
+to a core of its own, the same bits, not reliably faster here: docs/cluster.md; the command
+heads the run's train.log; T: 15 unless told;
 PROTOCOL: ``sticky``, ALE v5's sticky actions, repeat_action_probability 0.25 as Machado et
 al. 2018 set the standard, or ``deterministic`` with ``--deterministic``); any flags after
 ``--`` go to examples/pong.py as well (a screen: ``--tag=-mix -- --deterministic-games
@@ -145,9 +145,7 @@ def main() -> None:
     )
     p.add_argument("--tag", default="", help="runs go to runs/tts/PRESET-PROTOCOL[TAG]-SEED")
     p.add_argument("--deterministic", action="store_true", help="train without sticky actions")
-    p.add_argument(
-        "--no-pin", dest="pin", action="store_false", help="leave ranks unbound to cores"
-    )
+    p.add_argument("--pin", action="store_true", help="bind each rank to a core of its own")
     p.add_argument("--evaluate", help=argparse.SUPPRESS)
     p.add_argument("--live", action="store_true", help=argparse.SUPPRESS)
     common.add_figure_flags(p, FIGURE)
