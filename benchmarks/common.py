@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -75,6 +76,17 @@ def _launcher() -> str:
     return str(here) if here.exists() else "mpirun"
 
 
+@functools.cache
+def _launcher_version() -> str:
+    """What the launcher's ``--version`` prints ("" if it cannot say), asked once."""
+    try:
+        return subprocess.run(
+            [_launcher(), "--version"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
 def pin_flags(n: int) -> list[str]:
     """The launcher's flags that bind each of ``n`` ranks to a core of its own, or none
     where the machine has fewer than ``n`` cores or the launcher is not known. MPICH's mpirun
@@ -83,12 +95,7 @@ def pin_flags(n: int) -> list[str]:
     is faster depends on the machine (``benchmarks/pinning.py``, docs/cluster.md)."""
     if n > (os.cpu_count() or 1):
         return []
-    try:
-        version = subprocess.run(
-            [_launcher(), "--version"], capture_output=True, text=True, timeout=30
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
+    version = _launcher_version()
     if "HYDRA" in version:  # MPICH
         return ["-bind-to", "core"]
     if "Open MPI" in version or "OpenRTE" in version:
