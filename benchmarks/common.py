@@ -98,13 +98,29 @@ def pin_flags(n: int) -> list[str]:
     version = _launcher_version()
     if "HYDRA" in version:  # MPICH
         return ["-bind-to", "core"]
-    if "Open MPI" in version or "OpenRTE" in version:
+    if _is_open_mpi():
         return ["--bind-to", "core"]
     return []
 
 
+def _is_open_mpi() -> bool:
+    version = _launcher_version()
+    return "Open MPI" in version or "OpenRTE" in version
+
+
+def launcher_flags() -> list[str]:
+    """The flags every launch needs: none for MPICH; for Open MPI, ``--oversubscribe`` (it
+    refuses more ranks than cores without it) and, as root (a container), its
+    ``--allow-run-as-root``, as the tests' launcher passes them (tests/helpers/launch.py)."""
+    if not _is_open_mpi():
+        return []
+    return [*(["--allow-run-as-root"] if os.geteuid() == 0 else []), "--oversubscribe"]
+
+
 def mpirun_command(n: int, args: list[str], pin: bool = False) -> list[str]:
-    return [_launcher(), "-n", str(n), *(pin_flags(n) if pin else []), sys.executable, *args]
+    """``mpirun [launcher flags] -n n [pin flags] python args``."""
+    pins = pin_flags(n) if pin else []
+    return [_launcher(), *launcher_flags(), "-n", str(n), *pins, sys.executable, *args]
 
 
 def mpirun(n: int, args: list[str], timeout: float = 900, pin: bool = False) -> str:
