@@ -300,7 +300,12 @@ class PrunedGA:
         return f"{genome}, layers {net.sizes}, {net.n_weights} connections"
 
     def units(self) -> tuple[int, str, str]:
-        return self.config["population_size"], "individuals", "population_size"
+        P, E = self.config["population_size"], self.config["episodes_per_individual"]
+        return (
+            P * E,
+            f"episodes: {P} individuals x {E} each",
+            "population_size x episodes_per_individual",
+        )
 
     @staticmethod
     def line(r: dict) -> str:

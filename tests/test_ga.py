@@ -33,6 +33,14 @@ def test_balance_is_longest_first_and_covers_everyone():
 
 
 # ---------------------------------------------------------------- PrunedGA
+def test_its_units_of_work_are_episodes_not_individuals():
+    # The run header's idle-rank warning counts these: 12 individuals x 2 episodes keep 24
+    # ranks busy, not 12.
+    count, what, setting = _tiny().units()
+    assert count == 24 and what == "episodes: 12 individuals x 2 each"
+    assert setting == "population_size x episodes_per_individual"
+
+
 def test_same_seed_twice_same_history_and_best_mask():
     a, b = _tiny().train(generations=3), _tiny().train(generations=3)
     c = PrunedGA(**dict(TINY, seed=4, quiet=True)).train(generations=3)

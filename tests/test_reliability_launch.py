@@ -81,12 +81,13 @@ def test_a_rerun_in_a_used_log_dir_is_refused_and_overwrite_replaces_it(tmp_path
 
 
 def test_idle_ranks_of_the_ga_are_named_on_a_line_of_their_own(tmp_path):
-    args = ["examples/cartpole_ga.py", "--population-size", "2", "--generations", "1",
-            "--log-dir", str(tmp_path)]  # fmt: skip
+    args = ["examples/cartpole_ga.py", "--population-size", "2", "--episodes-per-individual",
+            "1", "--generations", "1", "--log-dir", str(tmp_path)]  # fmt: skip
     proc = run_mpi(4, args, timeout=180)
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("pgmpi ") and lines[0].endswith("generation 0"), proc.stdout
-    assert "warning: 2 of 4 ranks idle (2 individuals): use population_size >= 4" in lines
+    assert ("warning: 2 of 4 ranks idle (2 episodes: 2 individuals x 1 each): use "
+            "population_size x episodes_per_individual >= 4") in lines  # fmt: skip
     assert any(line.startswith("warning: 4 ranks on ") and "oversubscribed" in line
                for line in lines) == (len(os.sched_getaffinity(0)) < 4)  # fmt: skip
 
