@@ -69,6 +69,7 @@ FIGURE = "ga_scaling.png"
 LINK = (10e9 / 8, 20e-6)  # bandwidth bytes/s, latency s: a 10 Gb/s network
 ORIGINAL_S = 3492 / 200  # synaptolytic-learning README: 200 generations in 3,492 s, 63 workers
 SIGNAL_STEPS = 100  # signalled_makespan: an episode this long is taken for one that stands
+STAND_STEPS = 400  # the predictors' reference rows: an episode longer than this stood
 
 
 def worker(args) -> None:
@@ -312,8 +313,10 @@ INFORMED = "PrunedGA's, but first episodes first, then what they showed (not ado
 SIGNALLED = (f"first episodes first, an individual's others once one passes {SIGNAL_STEPS} "
              "steps (not adopted)")  # fmt: skip
 FLOOR = "no order (a lower bound: the mean load, or the costliest units' pigeonholes)"
-STANDERS = "known beforehand: which individuals stand past 400 steps in any of their episodes"
-HALF = "known beforehand: which stand past 400 steps in one of their first half of episodes"
+STANDERS = (f"known beforehand: which individuals stand past {STAND_STEPS} steps in any of "
+            "their episodes")  # fmt: skip
+HALF = (f"known beforehand: which stand past {STAND_STEPS} steps in one of their first half "
+        "of episodes")  # fmt: skip
 
 
 def compare_predictors(costs: dict, phases: dict) -> dict:
@@ -339,9 +342,9 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
         }
         # PrunedGA's order, but the individuals that stand in some episode (in any, or in
         # the first half: read off the outcome, so no prediction can do it) go first
-        stands = steps[g] > 400
-        ways[STANDERS] = ours + np.where(stands.any(axis=1), ours.max() + 1, 0)
-        ways[HALF] = ours + np.where(stands[:, : E // 2].any(axis=1), ours.max() + 1, 0)
+        stands, lift = steps[g] > STAND_STEPS, ours.max() + 1
+        ways[STANDERS] = ours + np.where(stands.any(axis=1), lift, 0)
+        ways[HALF] = ours + np.where(stands[:, : E // 2].any(axis=1), lift, 0)
         unit = seconds[g].ravel()
         ways = {k: np.repeat(v, E) for k, v in ways.items()} | {"perfect": unit}
         for n in (63, 128):
