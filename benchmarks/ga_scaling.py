@@ -86,7 +86,6 @@ def worker(args) -> None:
             population_size=args.population_size,
             episodes_per_individual=args.episodes_per_individual,
             seed=args.seed,
-            stall_steps=args.stall_steps,
             quiet=True,
         )
     first_generation, steps_before = agent.generation, agent.unit_steps.copy()
@@ -129,7 +128,7 @@ def worker(args) -> None:
         if args.run_minutes
         else dict(generations=first_generation + args.generations)
     )
-    agent.train(**limit, callback=record, checkpoint_path=args.checkpoint)
+    agent.train(**limit, callback=record)
     started = time.perf_counter() - t0 - rec["wall"][-1]  # construction to the first step
     # The cost of one fetch from the shared counter with every rank fetching at once.
     mpi.barrier()
@@ -446,9 +445,7 @@ def main() -> None:
     p.add_argument("--episodes-per-individual", type=int, default=8)
     p.add_argument("--also", default="128x8", help="settings also projected, PxE (128x8)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--stall-steps", type=int, default=0, help="PrunedGA's stall_steps (0)")
     p.add_argument("--start", type=Path, help="record generations that go on from this checkpoint")
-    p.add_argument("--checkpoint", type=Path, help="the recorded run's checkpoint (none)")
     p.add_argument("--tag", default="", help="suffix of the result files' names ('')")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--mode", default="dynamic", help=argparse.SUPPRESS)
@@ -465,7 +462,7 @@ def main() -> None:
     P, E = args.population_size, args.episodes_per_individual
     settings = ["--population-size", str(P), "--episodes-per-individual", str(E)]
     settings += ["--seed", str(args.seed)]
-    settings += ["--genome", args.genome, "--stall-steps", str(args.stall_steps)]
+    settings += ["--genome", args.genome]
     stem = f"ga_scaling{args.tag}"
     costs_path = common.RESULTS / f"{stem}_costs.npz"
     if args.start:
@@ -475,13 +472,7 @@ def main() -> None:
         args.genome, args.seed = ck["genome"], ck["seed"]
     result = {
         "machine": info,
-        "settings": dict(
-            population_size=P,
-            episodes=E,
-            seed=args.seed,
-            genome=args.genome,
-            stall_steps=args.stall_steps,
-        ),
+        "settings": dict(population_size=P, episodes=E, seed=args.seed, genome=args.genome),
     }
     if args.start:
         result["settings"]["start"] = str(args.start)
@@ -494,8 +485,6 @@ def main() -> None:
         for name, n, mode, limit in plan:  # one at a time: no two timed runs share the cores
             path = costs_path if name == "dynamic" else common.RESULTS / f"{stem}_{name}.npz"
             flags = [__file__, "--worker", "--mode", mode, "--record", str(path), *settings]
-            if name == "dynamic" and args.checkpoint:
-                flags += ["--checkpoint", str(args.checkpoint)]
             common.mpirun(n, [*flags, *limit], timeout=3600)
             runs[name] = dict(np.load(path))
             print(f"recorded {name} ({n} rank(s)): {len(runs[name]['wall'])} generations",

@@ -284,9 +284,6 @@ class GAConfig(Settings):
     max_episode_steps: int = setting(MAX_EPISODE_STEPS, "an episode that reaches this many "
                                      "steps ends there, truncated", None, _int_at_least(1),
                                      "an int >= 1")
-    stall_steps: int = setting(0, "a training episode whose return goes this many steps "
-                               "without a new high ends there (0: never; evaluations always "
-                               "play whole episodes)", "int", _int_at_least(0), "an int >= 0")
     seed: int = setting(0, "root seed of every random stream in the run", "int")
     # fmt: on
 

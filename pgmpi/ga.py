@@ -141,22 +141,14 @@ class PrunedGA:
         return self.optimizer.generation
 
     def _play(
-        self,
-        weights: list[np.ndarray],
-        stream: np.random.Generator,
-        activity=None,
-        stall_steps: int = 0,
+        self, weights: list[np.ndarray], stream: np.random.Generator, activity=None
     ) -> tuple[float, int]:
         """Return and steps of one episode seeded from ``stream``, in a new env: Box2D envs
         carry state from one episode into the next, so reusing one would make the results
         depend on which units this rank happened to play before. ``activity`` (zeros,
-        float64 (n_weights,), or None) gets each connection's mean Hebbian term per step.
-        With ``stall_steps``, the episode ends once its return has gone that many steps
-        without a new high (:class:`Stalled`)."""
+        float64 (n_weights,), or None) gets each connection's mean Hebbian term per step."""
         game = Game(self._env, self.config["max_episode_steps"])
-        act = lambda g: self._action(weights, g.obs, activity)  # noqa: E731
-        stop = Stalled(stall_steps) if stall_steps else None
-        rewards, _ = rollout.episode(game, act, stream, stop=stop)
+        rewards, _ = rollout.episode(game, lambda g: self._action(weights, g.obs, activity), stream)
         game.close()
         if activity is not None:
             activity /= max(len(rewards), 1)
@@ -218,8 +210,7 @@ class PrunedGA:
             stream = rng.stream(self.config["seed"], rng.GA_EVALUATION, g, i, e)
             t = time.perf_counter()
             activity = buf[A + u * W : A + (u + 1) * W] if W else None  # a view: filled in place
-            weights = self.net.weights(masks[i])
-            buf[u], buf[U + u] = self._play(weights, stream, activity, self.config["stall_steps"])
+            buf[u], buf[U + u] = self._play(self.net.weights(masks[i]), stream, activity)
             buf[2 * U + u] = time.perf_counter() - t
             buf[3 * U + u] = me + 1
         t1 = time.perf_counter()
@@ -395,22 +386,3 @@ class PrunedGA:
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
         return agent
-
-
-class Stalled:
-    """``stop`` for :func:`pgmpi.rollout.episode`: true once the episode's return has gone
-    ``steps`` steps without a new high (a walker that stands still, or shuffles back)."""
-
-    def __init__(self, steps: int):
-        self.steps = steps
-        self.total = 0.0
-        self.high = -np.inf
-        self.since = 0  # steps since the last new high
-
-    def __call__(self, piece: rollout.Piece) -> bool:
-        self.total += piece.rewards[-1]  # the running sum _play takes, step by step
-        if self.total > self.high:
-            self.high, self.since = self.total, 0
-        else:
-            self.since += 1
-        return self.since >= self.steps

@@ -114,7 +114,6 @@ def run(
     min_steps: int,
     whole_games: bool,
     frames: Callable | None = None,
-    stop: Callable | None = None,
 ) -> list[Piece]:
     """The one episode loop of pgmpi: step ``games`` together, each exactly ``min_steps``
     agent steps or, with ``whole_games``, at least ``min_steps`` and then on to the end of a
@@ -125,9 +124,8 @@ def run(
     its piece does is started again. ``choose(games, streams)`` gives the actions of the games
     still playing, one per game, and what to keep of each step for learning (a list of
     ``(cache, action, dlogits)``), or None. ``frames(image) -> keep going?``, if given, sees
-    each game's screen when it starts and after each step, and can stop it early;
-    ``stop(piece) -> end it?``, if given, sees each game's piece after each step and can
-    too. Returns one Piece per game.
+    each game's screen when it starts and after each step, and can stop it early. Returns one
+    Piece per game.
     """
     pieces = [Piece() for _ in games]
     todo = list(range(len(games)))
@@ -153,7 +151,7 @@ def run(
             piece.ends.append(rally_over)
             if game_over:
                 piece.finished.append((game.score, game.length, game.counted))
-            going = (frames is None or frames(game.screen())) and not (stop and stop(piece))
+            going = frames is None or frames(game.screen())
             if going and not ((game_over or not whole_games) and len(piece.rewards) >= min_steps):
                 still.append(i)
         todo = still
@@ -191,14 +189,12 @@ def episode(
     act: Callable[[Game], object],
     stream: np.random.Generator,
     frames: Callable | None = None,
-    stop: Callable | None = None,
 ) -> tuple[list[float], bool]:
     """Play one new game of ``game``, seeded from ``stream``, taking ``act(game)`` at each
     step (:func:`run` with one game, which must not be live): PrunedGA's evaluations and
     ``pgmpi.play``. Returns (every step's reward, whether the game ended; not if ``frames``
-    or ``stop`` stopped it)."""
-    choose = lambda g, s: ([act(g[0])], None)  # noqa: E731
-    piece = run([game], [stream], choose, 1, True, frames, stop)[0]
+    stopped it)."""
+    piece = run([game], [stream], lambda g, s: ([act(g[0])], None), 1, True, frames)[0]
     return piece.rewards, bool(piece.finished)
 
 
