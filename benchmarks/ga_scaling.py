@@ -15,7 +15,8 @@ the synaptolytic-learning benchmark's), launching itself under mpirun, one run a
   seconds and the rank that played them, the ranks' busy seconds, the generation's wall time.
 
 Then, from the recorded generations, early (the first three), late (the last three) and,
-if more than six were recorded, all of them (the share of a run's allocation), projects
+if more than six were recorded, all of them (the share of a run's allocation), and each
+``--phase A-B`` asked for, projects
 for n = 1 ... 1,536 ranks the share of rank time spent idle, 1 - work / (n x makespan),
 summed over the phase's generations (a long generation weighs more), and the speed-up over
 1 rank, for three ways of sharing out a generation:
@@ -446,6 +447,13 @@ def main() -> None:
     p.add_argument("--also", default="128x8", help="settings also projected, PxE (128x8)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--start", type=Path, help="record generations that go on from this checkpoint")
+    p.add_argument(
+        "--phase",
+        action="append",
+        default=[],
+        metavar="A-B",
+        help="also project generations A to B of the recording (repeatable)",
+    )
     p.add_argument("--tag", default="", help="suffix of the result files' names ('')")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--mode", default="dynamic", help=argparse.SUPPRESS)
@@ -538,11 +546,16 @@ def main() -> None:
     }
     if G - s0 > 6:  # and the whole recording: the share of a run's allocation left idle
         phases[f"all ({g0 + s0}-{g0 + G - 1})"] = slice(s0, G)
+    for spec in args.phase:  # and the stretches asked for
+        a, b = (int(x) for x in spec.split("-"))
+        phases[f"{a}-{b}"] = slice(a - g0, b - g0 + 1)
     results = {}
     also_p, also_e = (int(x) for x in args.also.split("x"))
     for name, (p_, e_) in {f"{P}x{E}": (P, E), f"{also_p}x{also_e}": (also_p, also_e)}.items():
         proj = project(costs, min(p_, P), min(e_, E), serial_s)
         results[name] = {ph: summarise(proj, w) for ph, w in phases.items()}
+        if name == f"{P}x{E}":  # each generation's (work, rank seconds), self-scheduled
+            project_dynamic = {n: [v[1:3] for v in proj["dynamic"][n]] for n in (63, 128)}
     result.update(
         seconds_per_step=float(secs.sum() / steps.sum()),
         serial_s=serial_s,
@@ -555,6 +568,13 @@ def main() -> None:
     )
     md = table(results)
     print(md)
+    for ph, w in phases.items():  # the spread behind each phase's share
+        spread = []
+        for n in (63, 128):
+            work, rank_s = np.array(project_dynamic[n][w]).T
+            idle = 100 * (1 - work / rank_s)
+            spread.append(f"{n} ranks {idle.min():.1f}-{idle.max():.1f}%")
+        print(f"PrunedGA, single generations of {ph}, {P}x{E}: " + ", ".join(spread))
     if "parents" in rec:
         ways = compare_predictors(costs, phases)
         result["predictors"] = ways
