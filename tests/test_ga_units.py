@@ -1,6 +1,8 @@
 """Tier 1, single process: PrunedGA's units of work, one (individual, episode) each, and the
 shared counter that hands them out (tests/test_ga_units_launch.py: the same over ranks)."""
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -171,3 +173,28 @@ def test_a_reused_bipedal_walker_env_does_not_always_replay_a_seeded_episode():
     play(reused, weights[5], 66)
     play(reused, weights[4], 55)
     assert play(reused, weights[3], 44) != alone
+
+
+def test_the_benchmarks_phases_split_a_kept_recording_and_weigh_back_to_the_whole(tmp_path):
+    # Re-projects the kept signed-dag run in two asked-for parts: the whole run's idle share
+    # is the parts' weighted by their rank time, so it lies between them, and each part's
+    # share lies within the spread of its single generations.
+    root = Path(__file__).resolve().parents[1]
+    args = ["--costs", "docs/figures/ga_scaling_signedrun_costs.npz", "--tag", "_test_phase"]
+    args += ["--phase", "0-11", "--phase", "12-36", "--out", str(tmp_path / "f.png")]
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/ga_scaling.py", *args],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    written = root / "benchmarks" / "results" / "ga_scaling_test_phase.json"
+    result = json.loads(written.read_text())
+    written.unlink()
+    phases = result["projection"]["138x8"]
+    assert set(phases) >= {"all (0-36)", "0-11", "12-36"}
+    for n in ("63", "128"):
+        before, after, whole = (phases[p]["dynamic"][n][0] for p in ("0-11", "12-36", "all (0-36)"))
+        assert after < whole < before
+    spread = [line for line in proc.stdout.splitlines() if "single generations of 12-36" in line]
+    low, high = (float(x) for x in spread[0].split("63 ranks ")[1].split("%")[0].split("-"))
+    assert low <= 100 * phases["12-36"]["dynamic"]["63"][0] <= high
