@@ -16,10 +16,10 @@ the synaptolytic-learning benchmark's), launching itself under mpirun, one run a
 
 Then, from the recorded generations, early (the first three), late (the last three) and,
 if more than six were recorded, all of them (the share of a run's allocation), and each
-``--phase A-B`` asked for, projects
-for n = 1 ... 1,536 ranks the share of rank time spent idle, 1 - work / (n x makespan),
-summed over the phase's generations (a long generation weighs more), and the speed-up over
-1 rank, for three ways of sharing out a generation:
+``--phase A-B`` asked for (generations A to B), projects for n = 1 ... 1,536 ranks the
+share of rank time spent idle, 1 - work / (n x makespan), summed over the phase's
+generations (a long generation weighs more), and the speed-up over 1 rank, for three ways
+of sharing out a generation:
 
 * ``old``: whole individuals, longest-first by the parent's steps (pgmpi before units);
 * ``static``: units, longest-first by predicted cost (``schedule.balance`` over units);
@@ -433,6 +433,15 @@ def plot(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
+def generations(spec: str) -> tuple[int, int]:
+    """``--phase``'s A-B as (A, B)."""
+    try:
+        a, b = (int(x) for x in spec.split("-"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{spec!r} is not A-B, two generation numbers") from None
+    return a, b
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--minutes", type=float, default=6.0, help="the recorded 2-rank run (6)")
@@ -451,6 +460,7 @@ def main() -> None:
         "--phase",
         action="append",
         default=[],
+        type=generations,
         metavar="A-B",
         help="also project generations A to B of the recording (repeatable)",
     )
@@ -546,8 +556,9 @@ def main() -> None:
     }
     if G - s0 > 6:  # and the whole recording: the share of a run's allocation left idle
         phases[f"all ({g0 + s0}-{g0 + G - 1})"] = slice(s0, G)
-    for spec in args.phase:  # and the stretches asked for
-        a, b = (int(x) for x in spec.split("-"))
+    for a, b in args.phase:  # and the stretches asked for
+        if not g0 <= a <= b < g0 + G:
+            p.error(f"--phase {a}-{b}: the recording holds generations {g0}-{g0 + G - 1}")
         phases[f"{a}-{b}"] = slice(a - g0, b - g0 + 1)
     results = {}
     also_p, also_e = (int(x) for x in args.also.split("x"))
