@@ -560,13 +560,11 @@ def main() -> None:
         if not g0 <= a <= b < g0 + G:
             p.error(f"--phase {a}-{b}: the recording holds generations {g0}-{g0 + G - 1}")
         phases[f"{a}-{b}"] = slice(a - g0, b - g0 + 1)
-    results = {}
+    results, projections = {}, {}
     also_p, also_e = (int(x) for x in args.also.split("x"))
     for name, (p_, e_) in {f"{P}x{E}": (P, E), f"{also_p}x{also_e}": (also_p, also_e)}.items():
-        proj = project(costs, min(p_, P), min(e_, E), serial_s)
+        projections[name] = proj = project(costs, min(p_, P), min(e_, E), serial_s)
         results[name] = {ph: summarise(proj, w) for ph, w in phases.items()}
-        if name == f"{P}x{E}":  # each generation's (work, rank seconds), self-scheduled
-            project_dynamic = {n: [v[1:3] for v in proj["dynamic"][n]] for n in (63, 128)}
     result.update(
         seconds_per_step=float(secs.sum() / steps.sum()),
         serial_s=serial_s,
@@ -579,12 +577,12 @@ def main() -> None:
     )
     md = table(results)
     print(md)
-    for ph, w in phases.items():  # the spread behind each phase's share
+    for ph, w in phases.items():  # the spread behind each phase's share, self-scheduled
         spread = []
         for n in (63, 128):
-            work, rank_s = np.array(project_dynamic[n][w]).T
-            idle = 100 * (1 - work / rank_s)
-            spread.append(f"{n} ranks {idle.min():.1f}-{idle.max():.1f}%")
+            rows = projections[f"{P}x{E}"]["dynamic"][n][w]
+            idle = [100 * idle_share([row[1:3]]) for row in rows]  # (work, rank seconds)
+            spread.append(f"{n} ranks {min(idle):.1f}-{max(idle):.1f}%")
         print(f"PrunedGA, single generations of {ph}, {P}x{E}: " + ", ".join(spread))
     if "parents" in rec:
         ways = compare_predictors(costs, phases)
