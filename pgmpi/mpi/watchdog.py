@@ -281,13 +281,24 @@ class Watchdog:
             with self.lock:
                 self.drain()
             now = time.monotonic()
-            missing = [r for r in range(n) if self.seen[r] < c]
+            behind = [r for r in range(n) if self.seen[r] < c]
+            # A rank still in an earlier collective that has written since the root arrived
+            # at this one, and lately, is held up there by the others (its host's link is
+            # fine): named apart, not as a cause. A rank that is computing writes nothing.
+            since = self.entered if self.entered is not None else now
+            held = [
+                r for r in behind if since < self.heard[r] and now - self.heard[r] <= self.SILENT_S
+            ]
+            missing = [r for r in behind if r not in held]
             silent = [r for r in range(1, n) if self.seen[r] >= c]
             silent = [r for r in silent if now - self.heard[r] > self.SILENT_S]
             parts = []
             if missing:
                 last = "/".join(map(str, sorted({int(self.seen[r]) for r in missing})))
                 parts.append(f"rank(s) {missing} did not arrive (last arrived at {last})")
+            if held:
+                ranks = ", ".join(map(str, held))
+                parts.append(f"held up in an earlier collective, still answering: {ranks}")
             if silent:
                 quiet = min(now - self.heard[r] for r in silent)
                 parts.append(
