@@ -1,6 +1,7 @@
 """Tier 3: the deadline on collectives (``PGMPI_DEADLINE*``), on one machine.
 
-A rank that sleeps before a collective stands for one that hangs; the two-host tests in
+A rank that sleeps before a collective stands for one that hangs, and one that stops itself
+inside a broadcast for a host stopped mid-collective; the two-host tests in
 ``test_hosts.py`` stop and cut off a whole host.
 """
 
@@ -9,7 +10,7 @@ import time
 
 import pytest
 
-from tests.helpers.launch import run_mpi
+from tests.helpers.launch import is_open_mpi, mpirun, run_mpi
 
 pytestmark = pytest.mark.launcher
 SCRIPT = "tests/scripts/late_rank.py"
@@ -47,6 +48,31 @@ def test_other_ranks_end_the_job_when_the_root_does_not_answer(tmp_path):
     assert 2 + 5 <= ended < 2 * 1.1 + 5 + 4, ended  # the others give the root 5 s and 10%
     assert "[rank 1] pgmpi: watchdog: waited" in proc.stderr
     assert "rank 0 is not answering" in proc.stderr
+
+
+def test_a_rank_held_up_behind_a_stopped_one_is_named_apart(tmp_path):
+    # Rank 2 stops inside broadcast 21, after its barrier; in a binomial tree over 4 ranks
+    # it passes the data on to rank 3, which stays in broadcast 21, still writing to the
+    # root, while the root and rank 1 wait at 22. Only rank 2 is the cause.
+    if is_open_mpi(mpirun()):
+        pytest.skip("pins MPICH's broadcast algorithm (MPIR_CVAR_*); Open MPI names others")
+    env = {
+        "PGMPI_DEADLINE": "6",
+        "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "binomial",
+        "MPIR_CVAR_BCAST_DEVICE_COLLECTIVE": "0",
+    }
+    args = ["tests/scripts/held_rank.py", "--rank", "2", "--dir", str(tmp_path)]
+    proc = run_mpi(4, args, timeout=120, env=env)
+    ended = time.time() - float((tmp_path / "stop_at").read_text())
+    assert proc.returncode != 0 and "DONE" not in proc.stdout
+    assert ended < 6 + 4, ended
+    found = re.findall(
+        r"collective 22 did not complete within [\d.]+ s, [^:]*: (.*); abort", proc.stderr
+    )
+    assert found == [
+        "rank(s) [2] did not arrive (last arrived at 21); "
+        "held up in an earlier collective, still answering: 3"
+    ], proc.stderr
 
 
 @pytest.mark.parametrize(
