@@ -55,7 +55,7 @@ def test_a_rank_held_up_behind_a_stopped_one_is_named_apart(tmp_path):
     # it passes the data on to rank 3, which stays in broadcast 21, still writing to the
     # root, while the root and rank 1 wait at 22. Only rank 2 is the cause.
     if is_open_mpi(mpirun()):
-        pytest.skip("pins MPICH's broadcast algorithm (MPIR_CVAR_*); Open MPI names others")
+        pytest.skip("pins MPICH's binomial broadcast (MPIR_CVAR_*), which Open MPI does not read")
     env = {
         "PGMPI_DEADLINE": "6",
         "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "binomial",
@@ -65,7 +65,7 @@ def test_a_rank_held_up_behind_a_stopped_one_is_named_apart(tmp_path):
     proc = run_mpi(4, args, timeout=120, env=env)
     ended = time.time() - float((tmp_path / "stop_at").read_text())
     assert proc.returncode != 0 and "DONE" not in proc.stdout
-    assert ended < 6 + 4, ended
+    assert ended < 6 + 6, ended  # the deadline, the abort, and slack for a loaded machine
     found = re.findall(
         r"collective 22 did not complete within [\d.]+ s, [^:]*: (.*); abort", proc.stderr
     )
