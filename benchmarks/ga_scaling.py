@@ -32,7 +32,9 @@ generation's 90th percentile), the old split at the parent's steps. A second tab
 the self-scheduled idle share at 63 and 128 ranks under other predictions, under perfect
 ones, with the individuals that stand in some episode put first (read off the outcome, in
 all or in the first half of their episodes: what a prediction of individuals would need),
-and the floor no order or split of these units can go below (``lower_bound_makespan``).
+the floor no order or split of these units can go below (``lower_bound_makespan``), and
+an upper bound on starting the next generation while the last units finish (the ranks out
+of units fill their idle time wherever none of the units still playing is an elite's).
 
 A unit costs the seconds it was recorded to take (on a shared machine: with its noise); an
 individual of the old split pays one env for its episodes, ``(E - 1)`` env makings less.
@@ -176,13 +178,22 @@ def static_makespan(predicted: np.ndarray, cost: np.ndarray, n: int) -> float:
 def dynamic_makespan(predicted: np.ndarray, cost: np.ndarray, n: int, fetch_s: float) -> float:
     """When the last rank finishes if units go, in predicted order, to the first free rank
     (ties: lower rank), each after one fetch, and every rank makes one last fetch."""
+    return dynamic_schedule(predicted, cost, n, fetch_s)[1]
+
+
+def dynamic_schedule(
+    predicted: np.ndarray, cost: np.ndarray, n: int, fetch_s: float
+) -> tuple[np.ndarray, float, float]:
+    """:func:`dynamic_makespan`'s schedule: (when each unit ends, the makespan, when the
+    first rank finds no unit left)."""
     from pgmpi.schedule import longest_first
 
-    free = [(0.0, r) for r in range(n)]
+    free, end = [(0.0, r) for r in range(n)], np.zeros(len(cost))
     for u in longest_first(predicted):
         t, r = heapq.heappop(free)
-        heapq.heappush(free, (t + fetch_s + cost[u], r))
-    return max(t for t, _ in free) + fetch_s
+        end[u] = t + fetch_s + cost[u]
+        heapq.heappush(free, (end[u], r))
+    return end, max(t for t, _ in free) + fetch_s, min(t for t, _ in free)
 
 
 def lower_bound_makespan(cost: np.ndarray, n: int) -> float:
@@ -264,7 +275,6 @@ def predictions(costs: dict, g: int) -> tuple[np.ndarray, np.ndarray]:
     no less than the 90th percentile, + 1), and of each whole individual, as the old split
     did (the parent's steps), from the recorded steps and parents; for a first generation
     with no steps before it, or a recording without parents, what was recorded."""
-    from pgmpi.config import GAConfig
     from pgmpi.schedule import predict
 
     steps, E = costs["steps"], costs["steps"].shape[2]
@@ -272,10 +282,7 @@ def predictions(costs: dict, g: int) -> tuple[np.ndarray, np.ndarray]:
         recorded = costs["predicted"][g].reshape(-1, E)[:, 0]
         return recorded, recorded * E
     parents = costs["parents"][g]
-    # PruningOptimizer.mutated: the population's first individuals are its unchanged elites
-    P = len(parents)
-    elites = math.ceil(GAConfig.elite_fraction * P - 1e-9) + int(parents[0] == -1)
-    mutated = np.arange(P) >= elites
+    mutated = np.arange(len(parents)) >= kept(parents)
     previous = steps[g - 1] if g else costs["steps_before"]  # the generation before
     whole = np.where(
         parents >= 0, previous.sum(axis=1)[np.maximum(parents, 0)], previous.sum(1).mean()
@@ -313,11 +320,28 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
 INFORMED = "PrunedGA's, but first episodes first, then what they showed (not adopted)"
 SIGNALLED = (f"first episodes first, an individual's others once one passes {SIGNAL_STEPS} "
              "steps (not adopted)")  # fmt: skip
+EARLY = ("PrunedGA's, the next generation started by ranks out of units if no unit still "
+         "playing is an elite's (free: an upper bound, not adopted)")  # fmt: skip
 FLOOR = "no order (a lower bound: the mean load, or the costliest units' pigeonholes)"
 STANDERS = (f"known beforehand: which individuals stand past {STAND_STEPS} steps in any of "
             "their episodes")  # fmt: skip
 HALF = (f"known beforehand: which stand past {STAND_STEPS} steps in one of their first half "
         "of episodes")  # fmt: skip
+
+
+def kept(parents: np.ndarray) -> int:
+    """How many of a population's first individuals are unchanged elites, from its
+    ``parents`` (``PruningOptimizer.mutated``): one more when the best ever, of an earlier
+    generation (parent -1), leads them."""
+    from pgmpi.config import GAConfig
+
+    return math.ceil(GAConfig.elite_fraction * len(parents) - 1e-9) + int(parents[0] == -1)
+
+
+def elites_of(parents: np.ndarray) -> set[int]:
+    """The individuals of a generation kept unchanged in the next, from the next's
+    ``parents``."""
+    return {int(p) for p in parents[: kept(parents)] if p >= 0}
 
 
 def compare_predictors(costs: dict, phases: dict) -> dict:
@@ -354,6 +378,15 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
             spans[INFORMED] = informed_makespan(ours, seconds[g], steps[g][:, 0], n, fetch)
             spans[SIGNALLED] = signalled_makespan(ours, seconds[g], steps[g], n, fetch)
             spans[FLOOR] = lower_bound_makespan(unit, n)
+            # the next generation started by the ranks that run out of units, on the guess
+            # that none still being played will be an elite: free and every idle second
+            # filled where the guess held (the next generation's unchanged elites, read off
+            # its parents), none in the recording's last generation
+            end, span, out_of_units = dynamic_schedule(np.repeat(ours, E), unit, n, fetch)
+            playing = set(np.flatnonzero(end > out_of_units) // E)
+            if g + 1 < len(steps) and not playing & elites_of(costs["parents"][g + 1]):
+                span = unit.sum() / n
+            spans[EARLY] = span
             for name, span in spans.items():
                 out.setdefault(name, {}).setdefault(n, {})[g] = (unit.sum(), n * span)
     return {

@@ -198,3 +198,12 @@ def test_the_benchmarks_phases_split_a_kept_recording_and_weigh_back_to_the_whol
     spread = [line for line in proc.stdout.splitlines() if "single generations of 12-36" in line]
     low, high = (float(x) for x in spread[0].split("63 ranks ")[1].split("%")[0].split("-"))
     assert low <= 100 * phases["12-36"]["dynamic"]["63"][0] <= high
+    # Starting the next generation early, where the guess holds, only ever fills idle time:
+    # never above PrunedGA's own order, and below it over this run, where it holds at times.
+    ways = result["predictors"]
+    ours = ways[next(k for k in ways if k.startswith("PrunedGA (elites"))]
+    early = ways[next(k for k in ways if "next generation started" in k)]
+    for ph in ours:
+        for n in ("63", "128"):
+            assert 0 <= early[ph][n] <= ours[ph][n], (ph, n)
+    assert early["all (0-36)"]["63"] < ours["all (0-36)"]["63"]
