@@ -9,7 +9,8 @@ There is no coordinator: every rank runs the same selection and mutation from th
 random stream, so all ranks hold the same population without sending any network. The unit
 of work is one episode of one individual (138 x 8 = 1,104 units in the original's
 generation), so ranks stay busy even at 128 ranks. Episode e of individual i in generation
-g is seeded from the stream keyed on (seed, g, i, e), whichever rank plays it. Units are
+g is seeded from the stream keyed on (seed, g, i, e), whichever rank plays it, or, for an
+elite kept unchanged, on (seed, g, its index in generation g - 1, e). Units are
 handed out longest-predicted-first (an unchanged elite costed at its own longest episode
 last generation, a mutated child at no less than most: :func:`pgmpi.schedule.predict`), one at a
 time to whichever rank is free, from a counter on rank 0 that ranks advance by one-sided
@@ -18,12 +19,18 @@ the units still running at the end. One Allreduce per generation sums a buffer i
 each unit's return and step count has exactly one non-zero contributor, so the sum is
 exact and every rank computes the same fitness from it (and, for the signed genome, each
 unit's Hebbian activity per connection): a seed gives the same results, bit for bit, on
-any number of ranks and under any assignment. benchmarks/ga_scaling.py measures and
-projects the balance.
+any number of ranks and under any assignment. While a rank waits for the others at the
+end of a generation, it plays the next generation's episodes of individuals already sure to
+be elites (:func:`pgmpi.schedule.sure_elites`, read off the results the ranks post to a
+board on rank 0 as they go: :func:`pgmpi.mpi.unit_board`), each claimed so that one rank
+plays it, and finishes the one it is playing when the ranks meet: an elite's next episodes
+do not depend on how the others end. benchmarks/ga_scaling.py measures and projects the
+balance.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -35,7 +42,11 @@ from pgmpi import checkpoint, genomes, loop, mpi, rng, rollout, schedule, thread
 from pgmpi.config import GAConfig, first_problem, is_int, resolve
 from pgmpi.envs import Game
 from pgmpi.optimizers import PruningOptimizer
+from pgmpi.rollout import Piece
 from pgmpi.version import __version__
+
+_AGENTS = itertools.count(1)  # numbers the agents of a process alike on every rank
+LOOK_S = 0.002  # how often a rank with nothing to play reads which units have ended
 
 
 class PrunedGA:
@@ -134,6 +145,11 @@ class PrunedGA:
         self.unit_seconds = np.zeros(units)
         self.unit_ranks = np.zeros(units, dtype=np.int64)
         self._counter = mpi.shared_counter()  # collective the first time in a process
+        self._board = mpi.unit_board(len(self.unit_steps.ravel()))  # collective; None: 1 rank
+        self._epoch = next(_AGENTS) << 24  # the board's stamps: this agent's, generation g's
+        self._ahead: dict[tuple[int, int], tuple] = {}  # next generation's units, played
+        self._playing: Episode | None = None  # the one being played ahead now
+        self._look_at = 0.0
 
     @property
     def generation(self) -> int:
@@ -147,15 +163,27 @@ class PrunedGA:
         carry state from one episode into the next, so reusing one would make the results
         depend on which units this rank happened to play before. ``activity`` (zeros,
         float64 (n_weights,), or None) gets each connection's mean Hebbian term per step."""
-        game = Game(self._env, self.config["max_episode_steps"])
-        rewards, _ = rollout.episode(game, lambda g: self._action(weights, g.obs, activity), stream)
-        game.close()
-        if activity is not None:
-            activity /= max(len(rewards), 1)
-        total = 0.0
-        for r in rewards:  # a running sum, step by step (sum() differs between Pythons)
-            total += r
-        return total, len(rewards)
+        episode = Episode(self, weights, stream, activity)
+        while not episode.advance():
+            pass
+        return episode.result()[:2]
+
+    def _stream(self, g: int, i: int, e: int, elite_of: np.ndarray) -> np.random.Generator:
+        """Episode e of individual i of generation g: keyed on (g, i, e), or, for an
+        unchanged elite, on (g, its index in generation g - 1, e), which is known before
+        the generation's ranking is: so its episodes can be played ahead."""
+        if elite_of[i] >= 0:
+            return self._elite_stream(g, int(elite_of[i]), e)
+        return rng.stream(self.config["seed"], rng.GA_EVALUATION, g, i, e)
+
+    def _elite_stream(self, g: int, x: int, e: int) -> np.random.Generator:
+        return rng.stream(self.config["seed"], rng.GA_ELITE_EVALUATION, g, x, e)
+
+    def _fitness(self, unit_returns: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Each individual's fitness from its episodes' returns (P, E): NaN rows stay NaN."""
+        kept = masks.sum(axis=1) / self.net.n_weights
+        returns = unit_returns.sum(axis=1) / unit_returns.shape[1]
+        return returns - self.config["complexity_weight"] * kept
 
     def _units(self, costs: np.ndarray):
         """This rank's units of work (indices into ``costs``), longest predicted first, each
@@ -194,29 +222,46 @@ class PrunedGA:
         n = mpi.size()
         g = self.generation
         masks = opt.ask()
+        elite_of = np.where(opt.mutated, -1, opt.parents)  # unchanged elites' last index
         # Episodes end in a fall early or run long, and a long unit handed out last keeps
         # every other rank waiting: predict each unit's steps from last generation's.
         longest = self.unit_steps.max(axis=1)
         costs = np.repeat(schedule.predict(longest, opt.parents, opt.mutated), E)
         # One buffer: each unit's return, steps, seconds and player + 1 (each slot written by
-        # one rank only, so the sum is exact), a stop vote, every rank's busy seconds, then
-        # for the signed genome each unit's W activities.
+        # one rank only, so the sum is exact), a stop vote, the units played ahead, every
+        # rank's busy seconds, then for the signed genome each unit's W activities.
         W = self.net.n_weights if self.net.hebbian else 0
-        A = 4 * U + 1 + n  # where the activities start
+        A = 4 * U + 2 + n  # where the activities start
         buf = np.zeros(A + U * W)
+
+        def record(u: int, result: tuple) -> None:
+            buf[u], buf[U + u], buf[2 * U + u], activity = result
+            buf[3 * U + u] = me + 1
+            if W:
+                buf[A + u * W : A + (u + 1) * W] = activity
+            if self._board is not None:
+                self._board.post(u, buf[u], self._epoch + g)
+
         t0 = time.perf_counter()
+        for (x, e), result in self._played_ahead():  # units of this generation: theirs?
+            for i in np.flatnonzero(elite_of == x):
+                record(int(i) * E + e, result)
+                buf[4 * U + 1] += 1
         for u in self._units(costs):
             i, e = divmod(int(u), E)
-            stream = rng.stream(self.config["seed"], rng.GA_EVALUATION, g, i, e)
+            if elite_of[i] >= 0 and not self._claim(int(elite_of[i]) * E + e, g):
+                continue  # played ahead, while the ranks waited at the last generation's end
+            activity = np.zeros(W) if W else None
             t = time.perf_counter()
-            activity = buf[A + u * W : A + (u + 1) * W] if W else None  # a view: filled in place
-            buf[u], buf[U + u] = self._play(self.net.weights(masks[i]), stream, activity)
-            buf[2 * U + u] = time.perf_counter() - t
-            buf[3 * U + u] = me + 1
+            stream = self._stream(g, i, e, elite_of)
+            ret, steps = self._play(self.net.weights(masks[i]), stream, activity)
+            record(int(u), (ret, steps, time.perf_counter() - t, activity))
         t1 = time.perf_counter()
         buf[4 * U] = minutes is not None and t1 - start >= 60 * minutes
-        buf[4 * U + 1 + me] = t1 - t0
-        mpi.allreduce_sum_(buf)  # every unit's return and steps, stop votes, busy seconds
+        buf[4 * U + 2 + me] = t1 - t0
+        # every unit's return and steps, stop votes, busy seconds; while the others finish,
+        # this rank plays the next generation's episodes of the individuals sure to be elites
+        mpi.allreduce_sum_(buf, meanwhile=lambda: self._play_ahead(g, masks, U, E))
         t2 = time.perf_counter()
         unit_returns = buf[:U].reshape(P, E)
         self.unit_steps = buf[U : 2 * U].reshape(P, E).copy()
@@ -225,14 +270,14 @@ class PrunedGA:
         returns = unit_returns.sum(axis=1) / E  # the same sums in the same order on every rank
         self.last_steps = self.unit_steps.sum(axis=1)
         kept = masks.sum(axis=1) / self.net.n_weights
-        fitness = returns - self.config["complexity_weight"] * kept
+        fitness = self._fitness(unit_returns, masks)
         if not np.all(np.isfinite(fitness)):
             raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
         activity = None
         if W:  # each individual's mean over its episodes, in the same order on every rank
             activity = buf[A:].reshape(P, E, W).sum(axis=1) / E
         opt.tell(fitness, activity)
-        busy = buf[4 * U + 1 : A]
+        busy = buf[4 * U + 2 : A]
         seconds = time.perf_counter() - t0
         steps = self.last_steps.sum()
         self.steps += int(steps)
@@ -249,6 +294,7 @@ class PrunedGA:
             "perf/env_steps": int(steps),
             "perf/steps_per_s": steps / max(seconds, 1e-9),
             "perf/wait_s": busy.max() - busy.min(),  # the most idle rank's wait for the others
+            "perf/units_played_ahead": int(buf[4 * U + 1]),
             "perf/allreduce_s": t2 - t1,
             "time/generation_s": seconds,
             "time/elapsed_s": time.perf_counter() - start,
@@ -256,6 +302,47 @@ class PrunedGA:
         mine = dict(start_s=t0 - start, play_s=t1 - t0, grad_s=0.0, allreduce_s=t2 - t1)
         # float64 values are floats: fine for CSV and JSON
         return row, bool(buf[4 * U]), dict(mine, total_s=seconds)
+
+    def _claim(self, unit: int, g: int) -> bool:
+        """Whether this rank is the first to take ``unit`` (index in generation g - 1's
+        population x E + episode) of an unchanged elite of generation g (always, alone)."""
+        return self._board is None or self._board.claim(unit, self._epoch + g)
+
+    def _play_ahead(self, g: int, masks: np.ndarray, U: int, E: int) -> bool:
+        """Work for a rank waiting at generation g's end: a step of the next generation's
+        unit it is playing, or else, every ``LOOK_S``, a new one of an individual sure to
+        be an elite (:func:`pgmpi.schedule.sure_elites`, from the results posted so far),
+        claimed so that no other rank plays it. Whether it did anything."""
+        if self._playing is not None:
+            if self._playing.advance():
+                self._ahead[self._playing.key] = self._playing.result()
+                self._playing = None
+            return True
+        if self._board is None or time.perf_counter() < self._look_at:
+            return False
+        self._look_at = time.perf_counter() + LOOK_S
+        unit_returns = self._board.read(U, self._epoch + g).reshape(-1, E)
+        fitness = self._fitness(unit_returns, masks)
+        for x in schedule.sure_elites(fitness, self.optimizer.n_elites):
+            for e in range(E):
+                if (int(x), e) not in self._ahead and self._claim(int(x) * E + e, g + 1):
+                    stream = self._elite_stream(g + 1, int(x), e)
+                    activity = np.zeros(self.net.n_weights) if self.net.hebbian else None
+                    self._playing = Episode(self, self.net.weights(masks[x]), stream, activity)
+                    self._playing.key = (int(x), e)
+                    return True
+        return False
+
+    def _played_ahead(self) -> list[tuple[tuple[int, int], tuple]]:
+        """The units of this generation this rank played ahead, the one it was playing
+        when the ranks met finished first: ((index last generation, episode), result)."""
+        if self._playing is not None:
+            while not self._playing.advance():
+                pass
+            self._ahead[self._playing.key] = self._playing.result()
+            self._playing = None
+        ahead, self._ahead = sorted(self._ahead.items()), {}
+        return ahead
 
     def train(
         self,
@@ -386,3 +473,37 @@ class PrunedGA:
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
         return agent
+
+
+class Episode:
+    """One episode of a PrunedGA network, played a step at a time (:meth:`advance`), in a new
+    env; the same steps as :func:`pgmpi.rollout.episode`, whether played at once or between
+    other work."""
+
+    def __init__(self, ga: PrunedGA, weights: list[np.ndarray], stream, activity=None):
+        self.game = Game(ga._env, ga.config["max_episode_steps"])
+        self.activity = activity
+        self.piece = Piece()
+        act = lambda game: ga._action(weights, game.obs, activity)  # noqa: E731
+        self.steps = rollout.episode_rounds(self.game, act, stream, self.piece)
+        self.seconds = 0.0
+        self.key = None
+
+    def advance(self) -> bool:
+        """Play one step; whether the episode has ended."""
+        t = time.perf_counter()
+        over = next(self.steps, True) is True
+        self.seconds += time.perf_counter() - t
+        if over:
+            self.game.close()
+        return over
+
+    def result(self) -> tuple[float, int, float, np.ndarray | None]:
+        """(return, steps, seconds, each connection's mean Hebbian term per step or None)."""
+        rewards = self.piece.rewards
+        if self.activity is not None:
+            self.activity /= max(len(rewards), 1)
+        total = 0.0
+        for r in rewards:  # a running sum, step by step (sum() differs between Pythons)
+            total += r
+        return total, len(rewards), self.seconds, self.activity

@@ -17,6 +17,7 @@ GA_SELECTION = 2  # the GA's selection and mutation: (GA_SELECTION, generation)
 GA_EVALUATION = 3  # one GA episode: (GA_EVALUATION, generation, individual, episode)
 EVALUATE = 4  # evaluation episodes after training: (EVALUATE, call, episode)
 GA_VALUES = 5  # the signed GA genome's weight values, drawn once: (INIT, GA_VALUES)
+GA_ELITE_EVALUATION = 6  # an unchanged elite's GA episode: (.., generation, last index, episode)
 
 
 def stream(seed: int, *key: int) -> np.random.Generator:

@@ -125,9 +125,26 @@ def run(
     still playing, one per game, and what to keep of each step for learning (a list of
     ``(cache, action, dlogits)``), or None. ``frames(image) -> keep going?``, if given, sees
     each game's screen when it starts and after each step, and can stop it early. Returns one
-    Piece per game.
+    Piece per game. :func:`rounds` is the same loop, a step of every game at a time.
     """
     pieces = [Piece() for _ in games]
+    for _ in rounds(games, streams, choose, min_steps, whole_games, frames, pieces):
+        pass
+    return pieces
+
+
+def rounds(
+    games: list[Game],
+    streams: list[np.random.Generator],
+    choose: Callable,
+    min_steps: int,
+    whole_games: bool,
+    frames: Callable | None,
+    pieces: list[Piece],
+):
+    """:func:`run`'s loop as a generator that fills ``pieces`` (one per game) and yields
+    after each step of the games still playing: a caller can play a game a few steps at a
+    time, between other work (PrunedGA's next units, played while the ranks wait)."""
     todo = list(range(len(games)))
     while todo:
         for i in todo:
@@ -155,7 +172,7 @@ def run(
             if going and not ((game_over or not whole_games) and len(piece.rewards) >= min_steps):
                 still.append(i)
         todo = still
-    return pieces
+        yield
 
 
 def play(
@@ -196,6 +213,12 @@ def episode(
     stopped it)."""
     piece = run([game], [stream], lambda g, s: ([act(g[0])], None), 1, True, frames)[0]
     return piece.rewards, bool(piece.finished)
+
+
+def episode_rounds(game: Game, act: Callable[[Game], object], stream, piece: Piece):
+    """:func:`episode` (without ``frames``) a step at a time: a generator that fills
+    ``piece`` and yields after each step, for a caller that plays it between other work."""
+    return rounds([game], [stream], lambda g, s: ([act(g[0])], None), 1, True, None, [piece])
 
 
 class Evaluation(float):

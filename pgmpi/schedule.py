@@ -6,7 +6,9 @@ order whenever it is free, from a counter shared by all ranks
 (:func:`pgmpi.mpi.shared_counter`), so a rank that draws short episodes, or runs on a faster
 core, just plays more units. :func:`balance` is the static longest-first split of pgmpi
 before it (benchmarks/ga_scaling.py compares the two). Which rank plays a unit never
-changes its result, so neither changes any number.
+changes its result, so neither changes any number. :func:`sure_elites` says which
+individuals a rank that has run out of units may already play the next generation's
+episodes of (PrunedGA plays ahead while it waits).
 """
 
 from __future__ import annotations
@@ -47,6 +49,20 @@ def self_scheduled(costs: np.ndarray, counter) -> Iterator[int]:
     ``counter`` (shared by all ranks) when this rank asks for the next one."""
     order = longest_first(costs)
     return (int(order[k]) for k in counter.take(len(order)))
+
+
+def sure_elites(fitness: np.ndarray, k: int) -> np.ndarray:
+    """int64: the individuals certain to be among the top ``k`` of ``fitness`` (float64
+    (P,), NaN for those still being played), best first; ranked as
+    :meth:`pgmpi.optimizers.PruningOptimizer.tell` ranks (higher first, ties: lower index).
+
+    A finished individual with ``a`` finished ones above it ends at rank ``a`` plus at most
+    the number still being played, so the first ``k`` minus that number are sure.
+    """
+    done = np.flatnonzero(~np.isnan(fitness))
+    unsure = len(fitness) - len(done)
+    ranked = done[np.lexsort((done, -fitness[done]))]
+    return ranked[: max(k - unsure, 0)]
 
 
 def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:

@@ -12,7 +12,7 @@ import pytest
 from pgmpi import PrunedGA, mpi, rng, rollout
 from pgmpi.envs import Game
 from pgmpi.networks import PrunedNetwork
-from pgmpi.schedule import balance, longest_first, predict
+from pgmpi.schedule import balance, longest_first, predict, sure_elites
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=7, episodes_per_individual=3)
 
@@ -40,6 +40,45 @@ def test_each_unit_is_its_own_episode_keyed_on_generation_individual_and_episode
     # CartPole pays 1 per step: each fitness is the mean of its episodes' lengths.
     fitness = ga.optimizer.fitness_history[0] + masks.mean(axis=1)
     assert np.allclose(fitness, ga.unit_steps.mean(axis=1))
+
+
+def test_an_unchanged_elites_episodes_are_keyed_on_its_index_the_generation_before():
+    # so they can be played before the generation's ranking puts it in its place
+    ga = _tiny().train(generations=2)
+    fresh = _tiny().train(generations=1)
+    opt = fresh.optimizer
+    masks = opt.ask()
+    elites = np.flatnonzero(~opt.mutated & (opt.parents >= 0))
+    assert len(elites) >= 1
+    for i in range(7):
+        for e in range(3):
+            if i in elites:
+                stream = rng.stream(5, rng.GA_ELITE_EVALUATION, 1, int(opt.parents[i]), e)
+            else:
+                stream = rng.stream(5, rng.GA_EVALUATION, 1, i, e)
+            total, steps = fresh._play(fresh.net.weights(masks[i]), stream)
+            assert steps == ga.unit_steps[i, e], (i, e)
+
+
+def test_sure_elites_are_those_no_unfinished_individual_can_push_out():
+    nan = np.nan
+    f = np.array([5.0, nan, 7.0, 1.0, 7.0, nan])
+    # finished, best first (ties: lower index): 2, 4, 0, 3; two unfinished
+    assert list(sure_elites(f, 4)) == [2, 4]
+    assert list(sure_elites(f, 2)) == []
+    assert list(sure_elites(f, 6)) == [2, 4, 0, 3]
+    assert list(sure_elites(np.full(3, nan), 2)) == []
+    # every finished: the top k, exactly as PruningOptimizer.tell ranks them
+    done = np.array([3.0, 9.0, 3.0, 9.0, 0.0])
+    assert list(sure_elites(done, 3)) == list(np.lexsort((np.arange(5), -done))[:3])
+    # a sure elite stays one whatever the others turn out to be
+    rng_ = np.random.default_rng(0)
+    for _ in range(200):
+        f = rng_.integers(0, 4, 9).astype(float)
+        hidden = rng_.random(9) < 0.4
+        seen = np.where(hidden, nan, f)
+        top = set(np.lexsort((np.arange(9), -f))[:4])
+        assert set(sure_elites(seen, 4)) <= top
 
 
 def test_the_order_units_are_played_in_changes_no_result():

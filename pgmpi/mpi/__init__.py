@@ -5,7 +5,8 @@
 * :mod:`pgmpi.mpi.watchdog`: the deadline on collectives (a rank or host that stops
   answering ends the job, named);
 * :mod:`pgmpi.mpi.failure`: what an error, an uncaught exception or Ctrl-C does to the job;
-* :mod:`pgmpi.mpi.counter`: a counter that hands out work without a coordinator.
+* :mod:`pgmpi.mpi.counter`: a counter that hands out work without a coordinator, and a
+  board of units' results and claims (playing ahead while ranks wait).
 
 Importing it does nothing observable. :func:`init`, called by the algorithms' constructors
 (and by the first collective of a script that makes no agent), installs the excepthook,
@@ -39,7 +40,7 @@ from pgmpi.mpi.comm import (
     ranks_on_node,
     size,
 )
-from pgmpi.mpi.counter import shared_counter
+from pgmpi.mpi.counter import shared_counter, unit_board
 from pgmpi.mpi.failure import deferred_interrupts, install_excepthook, interrupt_requested
 from pgmpi.mpi.watchdog import Watchdog
 
@@ -105,4 +106,5 @@ __all__ = [
     "set_deadline",
     "shared_counter",
     "size",
+    "unit_board",
 ]

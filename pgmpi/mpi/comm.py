@@ -137,7 +137,7 @@ def broadcast_object(obj):
     return obj
 
 
-def _arrive() -> None:
+def _arrive(meanwhile=None) -> None:
     """Wait until every rank has reached this point, in Python rather than inside MPI.
 
     A rank blocked in a C-level MPI call cannot act on Ctrl-C (Python runs signal handlers
@@ -150,6 +150,10 @@ def _arrive() -> None:
     and from where (:func:`pgmpi.mpi.sites.call_site`), and stays "inside" until
     :func:`_left` at the end of the collective. After the barrier the root checks that
     every rank came from the same place, before the collective runs.
+
+    ``meanwhile()``, if given, is called instead of sleeping while the others are not all
+    here, and says whether it did anything (else the rank sleeps as without it): work to do
+    while waiting, in small pieces, for the barrier is tested between them.
     """
     if _COMM.Get_size() == 1:
         return
@@ -159,7 +163,8 @@ def _arrive() -> None:
     request = _COMM.Ibarrier()
     polls = 0
     while not request.Test():
-        time.sleep(2e-4)
+        if meanwhile is None or not meanwhile():
+            time.sleep(2e-4)
         polls += 1
         if polls % 2000 == 0:
             watch.poll()
@@ -172,10 +177,12 @@ def _left() -> None:
         watch.leave()
 
 
-def allreduce_sum_(buffer: np.ndarray) -> np.ndarray:
-    """Sum ``buffer`` element-wise over ranks, in place. Exact for integer buffers. Collective."""
+def allreduce_sum_(buffer: np.ndarray, meanwhile=None) -> np.ndarray:
+    """Sum ``buffer`` element-wise over ranks, in place. Exact for integer buffers.
+    ``meanwhile``: work to do while waiting for the other ranks (see :func:`_arrive`).
+    Collective."""
     if size() > 1:
-        _arrive()
+        _arrive(meanwhile)
         _COMM.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
         _left()
     return buffer

@@ -1,5 +1,7 @@
-"""Work handed out without a coordinator: a counter on the root that ranks advance by
-one-sided MPI (``MPI_Fetch_and_op``). PrunedGA takes its units of work from it."""
+"""Work handed out without a coordinator, by one-sided MPI on windows on the root: a counter
+that ranks advance (``MPI_Fetch_and_op``), from which PrunedGA takes its units of work, and
+a board where ranks post each unit's result as it ends and claim units of the next round
+(:class:`UnitBoard`), so that a rank with nothing left can play ahead."""
 
 from __future__ import annotations
 
@@ -75,7 +77,75 @@ class SharedCounter:
             self.win = None
 
 
+class UnitBoard:
+    """Results posted as units end, and claims on units, in one window on the root.
+
+    Three float64 arrays of ``size`` slots live on the root: each unit's posted value, the
+    round it was posted in (its stamp), and two arrays of claims, one per parity of the
+    round they are for. Ranks write and read them alone (atomic accumulate operations in
+    one passive-target epoch, as :class:`SharedCounter`), so a rank with no unit left can
+    see which units have ended on other ranks, and take a unit of the next round that no
+    other rank then plays. Stamps and claims carry the round (and a number unique to the
+    agent, ``epoch``), so nothing is ever reset: a slot stamped in an earlier round reads
+    as empty. A claim for round h sits in array ``h % 2``, which no rank claims in for
+    round h - 1 once every rank has passed the collective that ends round h - 2.
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        n = 4 * size if _COMM.Get_rank() == 0 else 0
+        self.win = MPI.Win.Allocate(8 * n, disp_unit=8, comm=_COMM)
+        if _COMM.Get_rank() == 0:  # -1: never posted, never claimed
+            self.win.Lock(0, MPI.LOCK_EXCLUSIVE)
+            self.win.Put(np.full(n, -1.0), 0)
+            self.win.Unlock(0)
+        _COMM.Barrier()
+        self.win.Lock_all(MPI.MODE_NOCHECK)
+        self._one = np.zeros(1)
+        self._got = np.zeros(1)
+
+    def _write(self, value: float, slot: int) -> None:
+        self._one[0] = value
+        self.win.Accumulate(self._one, 0, target=slot, op=MPI.REPLACE)
+        self.win.Flush(0)
+
+    def post(self, unit: int, value: float, stamp: float) -> None:
+        """Post ``value`` as ``unit``'s result in round ``stamp``: the value first, then the
+        stamp, each complete on the root before the next, so a reader that sees the stamp
+        sees the value."""
+        self._write(value, self.size + unit)
+        self._write(stamp, unit)
+
+    def read(self, count: int, stamp: float) -> np.ndarray:
+        """float64 (count,): the values posted in round ``stamp`` by units ``0 .. count - 1``,
+        NaN for those not posted yet."""
+        stamps, values, ignored = np.empty(count), np.empty(count), np.empty(count)
+        self.win.Get_accumulate(ignored, stamps, 0, target=(0, count, MPI.DOUBLE), op=MPI.NO_OP)
+        self.win.Flush(0)
+        target = (self.size, count, MPI.DOUBLE)
+        self.win.Get_accumulate(ignored, values, 0, target=target, op=MPI.NO_OP)
+        self.win.Flush(0)
+        return np.where(stamps == stamp, values, np.nan)
+
+    def claim(self, unit: int, stamp: int) -> bool:
+        """Whether this rank is the first to claim ``unit`` for round ``stamp`` (an int: its
+        parity picks the array)."""
+        self._one[0] = stamp
+        slot = (2 + stamp % 2) * self.size + unit
+        self.win.Fetch_and_op(self._one, self._got, 0, slot, MPI.REPLACE)
+        self.win.Flush(0)
+        return self._got[0] != stamp
+
+    def free(self) -> None:
+        """Release the window. Collective."""
+        if self.win is not None:
+            self.win.Unlock_all()
+            self.win.Free()
+            self.win = None
+
+
 _COUNTER: SharedCounter | None = None
+_BOARD: UnitBoard | None = None
 
 
 class _SerialCounter:
@@ -99,3 +169,21 @@ def shared_counter() -> SharedCounter | _SerialCounter:
         _left()
         atexit.register(_COUNTER.free)  # runs before mpi4py's MPI_Finalize (LIFO)
     return _COUNTER
+
+
+def unit_board(size: int) -> UnitBoard | None:
+    """The process's :class:`UnitBoard`, with at least ``size`` slots, or None with one rank
+    (nothing to play ahead). Collective: every rank must call it at the same point; a
+    larger ``size`` than the board's replaces it."""
+    global _BOARD
+    if _COMM.Get_size() == 1:
+        return None
+    if _BOARD is None or _BOARD.size < size:
+        _arrive()
+        if _BOARD is not None:
+            _BOARD.free()
+        else:
+            atexit.register(lambda: _BOARD.free())  # before mpi4py's MPI_Finalize (LIFO)
+        _BOARD = UnitBoard(size)
+        _left()
+    return _BOARD
