@@ -145,7 +145,7 @@ class PrunedGA:
         self.unit_seconds = np.zeros(units)
         self.unit_ranks = np.zeros(units, dtype=np.int64)
         self._counter = mpi.shared_counter()  # collective the first time in a process
-        self._board = mpi.unit_board(len(self.unit_steps.ravel()))  # collective; None: 1 rank
+        self._board = mpi.unit_board(self.unit_steps.size)  # collective; None with 1 rank
         self._epoch = next(_AGENTS) << 24  # the board's stamps: this agent's, generation g's
         self._ahead: dict[tuple[int, int], tuple] = {}  # next generation's units, played
         self._playing: Episode | None = None  # the one being played ahead now
@@ -243,7 +243,11 @@ class PrunedGA:
                 self._board.post(u, buf[u], self._epoch + g)
 
         t0 = time.perf_counter()
-        for (x, e), result in self._played_ahead():  # units of this generation: theirs?
+        board = mpi.unit_board(U)  # last generation's, unless another agent's replaced it
+        if board is not self._board:  # what was claimed on the old one is played again
+            self._board, self._ahead, self._playing = board, {}, None
+        ahead = self._played_ahead()
+        for (x, e), result in ahead:  # units of this generation played ahead: whose?
             for i in np.flatnonzero(elite_of == x):
                 record(int(i) * E + e, result)
                 buf[4 * U + 1] += 1

@@ -79,3 +79,30 @@ def test_a_slowed_rank_gives_the_same_results_and_the_fast_rank_plays_more():
 def test_the_shared_counter_hands_every_index_to_exactly_one_rank():
     for n in (2, 3):
         assert _out(run_mpi(n, ["-c", COUNTER], timeout=60), "COVERED") == ["True"]
+
+
+TWO_AGENTS = """
+import hashlib, sys, time
+from pgmpi import PrunedGA, mpi
+def make(p, e):
+    ga = PrunedGA(env="CartPole-v1", hidden_sizes=(4,), population_size=p,
+                  episodes_per_individual=e, elite_fraction=0.5, seed=3, quiet=True)
+    if mpi.rank() == 1:  # slowed: the other rank plays ahead
+        plain = ga._play
+        ga._play = lambda *a: time.sleep(0.01) or plain(*a)
+    return ga
+a = make(6, 2)
+a.train(generations=2)
+if sys.argv[1] == "interleaved":
+    make(11, 3).train(generations=2)  # a bigger board replaces a's, which a was playing ahead on
+a.train(generations=4)
+state = a.optimizer.state()
+if mpi.is_root():
+    print("HASH", hashlib.sha256(b"".join(state[k].tobytes() for k in sorted(state))).hexdigest())
+"""
+
+
+def test_an_agent_trained_between_another_agents_generations_gives_the_same_results():
+    alone = _out(run_mpi(1, ["-c", TWO_AGENTS, "alone"], timeout=120), "HASH")
+    for n in (2, 3):
+        assert _out(run_mpi(n, ["-c", TWO_AGENTS, "interleaved"], timeout=120), "HASH") == alone
