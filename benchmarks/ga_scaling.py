@@ -392,10 +392,9 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
     for n in RANKS:  # playing ahead ties each generation to the next: the run at once
         comm = ring_allreduce_s(n, size + 8 * n, *LINK) + serial_s
         run = ahead_schedule(preds, units, elites, E, n, fetch, comm)
-        for unit, (start, last, busy, _) in zip(units, run, strict=True):
-            out["ahead"][n].append(
-                (last - start + comm, busy, n * (last - start), unit.sum() + serial_s)
-            )
+        for start, last, busy, _ in run:  # a window's work: what was played in it
+            span = last - start
+            out["ahead"][n].append((span + comm, busy, n * span, busy + serial_s))
     return out
 
 
