@@ -56,7 +56,6 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
-import math
 import os
 import sys
 import time
@@ -427,8 +426,9 @@ def kept(parents: np.ndarray) -> int:
     ``parents`` (``PruningOptimizer.mutated``): one more when the best ever, of an earlier
     generation (parent -1), leads them."""
     from pgmpi.config import GAConfig
+    from pgmpi.optimizers import elite_count
 
-    return math.ceil(GAConfig.elite_fraction * len(parents) - 1e-9) + int(parents[0] == -1)
+    return elite_count(len(parents), GAConfig.elite_fraction) + int(parents[0] == -1)
 
 
 def elites_of(parents: np.ndarray) -> set[int]:

@@ -91,6 +91,12 @@ class Adam:
         self.m[:], self.v[:], self.t = arrays["adam_m"], arrays["adam_v"], int(arrays["adam_t"][0])
 
 
+def elite_count(population_size: int, elite_fraction: float) -> int:
+    """How many of a generation :class:`PruningOptimizer` keeps as elites: ceil(fraction x P)
+    (the best ever, when of an earlier generation, leads them as one more)."""
+    return math.ceil(elite_fraction * population_size - 1e-9)
+
+
 def hebbian_prune_probabilities(
     masks: np.ndarray, activity: np.ndarray, mutation_rate: float
 ) -> np.ndarray:
@@ -169,7 +175,7 @@ class PruningOptimizer:
         if problem is not None:
             raise ValueError(problem)
         self.seed = seed
-        self.n_elites = math.ceil(elite_fraction * population_size - 1e-9)
+        self.n_elites = elite_count(population_size, elite_fraction)
         self.generation = 0
         self.mutation_rate = float(prune_rate)
         stream = rng.stream(seed, rng.GA_SELECTION, 0)
