@@ -80,15 +80,16 @@ class SharedCounter:
 class UnitBoard:
     """Results posted as units end, and claims on units, in one window on the root.
 
-    Three float64 arrays of ``size`` slots live on the root: each unit's posted value, the
-    round it was posted in (its stamp), and two arrays of claims, one per parity of the
-    round they are for. Ranks write and read them alone (atomic accumulate operations in
-    one passive-target epoch, as :class:`SharedCounter`), so a rank with no unit left can
-    see which units have ended on other ranks, and take a unit of the next round that no
-    other rank then plays. Stamps and claims carry the round (and a number unique to the
-    agent, ``epoch``), so nothing is ever reset: a slot stamped in an earlier round reads
-    as empty. A claim for round h sits in array ``h % 2``, which no rank claims in for
-    round h - 1 once every rank has passed the collective that ends round h - 2.
+    Four float64 arrays of ``size`` slots live on the root: the round each unit's value was
+    posted in (its stamp), the value, and two arrays of claims, one per parity of the round
+    they are for. Ranks write and read them alone (atomic accumulate operations in one
+    passive-target epoch, as :class:`SharedCounter`), so a rank with no unit left can see
+    which units have ended on other ranks, and take a unit of the next round that no other
+    rank then plays. Stamps and claims are the round's number (PrunedGA adds one unique to
+    the agent), so nothing is ever reset: a slot stamped in another round reads as empty.
+    Claims for round h are made in rounds h - 1 (ahead) and h, so during a round two rounds
+    are claimed at once, each in its own array (``h % 2``); that array's claims for round
+    h - 2 all ended before the collective that closed round h - 2.
     """
 
     def __init__(self, size: int):
