@@ -13,18 +13,24 @@ the synaptolytic-learning benchmark's), launching itself under mpirun, one run a
 * 2 ranks as PrunedGA runs them (self-scheduled units), for ``--minutes`` (6), recording
   every generation's units of work (individual, episode): their predicted cost, steps,
   seconds and the rank that played them, the ranks' busy seconds, the generation's wall time.
+  Its measured waiting is PrunedGA's ``perf/wait_s``, which counts a rank's time playing
+  ahead as waiting: an upper bound.
 
 Then, from the recorded generations, early (the first three), late (the last three) and,
 if more than six were recorded, all of them (the share of a run's allocation), and each
 ``--phase A-B`` asked for (generations A to B), projects for n = 1 ... 1,536 ranks the
 share of rank time spent idle, 1 - work / (n x makespan), summed over the phase's
-generations (a long generation weighs more), and the speed-up over 1 rank, for three ways
+generations (a long generation weighs more), and the speed-up over 1 rank, for four ways
 of sharing out a generation:
 
 * ``old``: whole individuals, longest-first by the parent's steps (pgmpi before units);
 * ``static``: units, longest-first by predicted cost (``schedule.balance`` over units);
-* ``dynamic``: units in predicted order, each taken by the first free rank (what PrunedGA
-  does), plus one fetch from the shared counter per unit.
+* ``dynamic``: units in predicted order, each taken by the first free rank, plus one fetch
+  from the shared counter per unit (PrunedGA until 2026-11-27);
+* ``ahead``: the same, and a rank that has run out of units plays the next generation's
+  units of individuals sure to be elites (``ahead_schedule``: what PrunedGA does). Its
+  generations share one timeline, and a generation's window, from its units' start to its
+  last unit's end, counts what was played in it.
 
 Units are predicted as PrunedGA predicts them (``schedule.predict``: an unchanged elite at
 its own longest episode in the generation before, a mutated child at no less than that
@@ -32,9 +38,10 @@ generation's 90th percentile), the old split at the parent's steps. A second tab
 the self-scheduled idle share at 63 and 128 ranks under other predictions, under perfect
 ones, with the individuals that stand in some episode put first (read off the outcome, in
 all or in the first half of their episodes: what a prediction of individuals would need),
-the floor no order or split of these units can go below (``lower_bound_makespan``), and
-an upper bound on starting the next generation while the last units finish (the ranks out
-of units fill their idle time wherever none of the units still playing is an elite's).
+the floor no order or split of these units can go below (``lower_bound_makespan``), an
+upper bound on starting the next generation while the last units finish (the ranks out
+of units fill their idle time wherever none of the units still playing is an elite's), and
+PrunedGA's own schedule, playing ahead.
 
 A unit costs the seconds it was recorded to take (on a shared machine: with its noise); an
 individual of the old split pays one env for its episodes, ``(E - 1)`` env makings less.

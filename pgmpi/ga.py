@@ -297,7 +297,8 @@ class PrunedGA:
             "charts/mutation_rate": opt.mutation_rate,
             "perf/env_steps": int(steps),
             "perf/steps_per_s": steps / max(seconds, 1e-9),
-            "perf/wait_s": busy.max() - busy.min(),  # the most idle rank's wait for the others
+            # the most idle rank's wait for the others (playing ahead in it counts as waiting)
+            "perf/wait_s": busy.max() - busy.min(),
             "perf/units_played_ahead": int(buf[4 * U + 1]),
             "perf/allreduce_s": t2 - t1,
             "time/generation_s": seconds,
