@@ -211,14 +211,16 @@ def episode(
     step (:func:`run` with one game, which must not be live): PrunedGA's evaluations and
     ``pgmpi.play``. Returns (every step's reward, whether the game ended; not if ``frames``
     stopped it)."""
-    piece = run([game], [stream], lambda g, s: ([act(g[0])], None), 1, True, frames)[0]
+    piece = Piece()
+    for _ in episode_rounds(game, act, stream, piece, frames):
+        pass
     return piece.rewards, bool(piece.finished)
 
 
-def episode_rounds(game: Game, act: Callable[[Game], object], stream, piece: Piece):
-    """:func:`episode` (without ``frames``) a step at a time: a generator that fills
-    ``piece`` and yields after each step, for a caller that plays it between other work."""
-    return rounds([game], [stream], lambda g, s: ([act(g[0])], None), 1, True, None, [piece])
+def episode_rounds(game: Game, act: Callable[[Game], object], stream, piece: Piece, frames=None):
+    """:func:`episode` a step at a time: a generator that fills ``piece`` and yields after
+    each step, for a caller that plays it between other work."""
+    return rounds([game], [stream], lambda g, s: ([act(g[0])], None), 1, True, frames, [piece])
 
 
 class Evaluation(float):
