@@ -438,12 +438,6 @@ def kept(parents: np.ndarray) -> int:
     return elite_count(len(parents), GAConfig.elite_fraction) + int(parents[0] == -1)
 
 
-def elites_of(parents: np.ndarray) -> set[int]:
-    """The individuals of a generation kept unchanged in the next, from the next's
-    ``parents``."""
-    return {int(p) for p in parents[: kept(parents)] if p >= 0}
-
-
 def compare_predictors(costs: dict, phases: dict) -> dict:
     """Self-scheduled idle share at 63 and 128 ranks (full population and episodes) with
     other predictions in place of PrunedGA's, from generation 1 of the recording on:
@@ -484,7 +478,8 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
             # its parents), none in the recording's last generation
             end, span, out_of_units = dynamic_schedule(np.repeat(ours, E), unit, n, fetch)
             playing = set(np.flatnonzero(end > out_of_units) // E)
-            if g + 1 < len(steps) and not playing & elites_of(costs["parents"][g + 1]):
+            elites = {x for _, x in run_elites(costs, g, len(parents), E)}
+            if g + 1 < len(steps) and not playing & elites:
                 span = unit.sum() / n
             spans[EARLY] = span
             for name, span in spans.items():

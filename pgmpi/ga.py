@@ -179,9 +179,9 @@ class PrunedGA:
     def _elite_stream(self, g: int, x: int, e: int) -> np.random.Generator:
         return rng.stream(self.config["seed"], rng.GA_ELITE_EVALUATION, g, x, e)
 
-    def _fitness(self, unit_returns: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """Each individual's fitness from its episodes' returns (P, E): NaN rows stay NaN."""
-        kept = masks.sum(axis=1) / self.net.n_weights
+    def _fitness(self, unit_returns: np.ndarray, kept: np.ndarray) -> np.ndarray:
+        """Each individual's fitness from its episodes' returns (P, E) and the fraction of
+        connections it keeps: NaN rows stay NaN."""
         returns = unit_returns.sum(axis=1) / unit_returns.shape[1]
         return returns - self.config["complexity_weight"] * kept
 
@@ -222,6 +222,7 @@ class PrunedGA:
         n = mpi.size()
         g = self.generation
         masks = opt.ask()
+        kept = masks.sum(axis=1) / self.net.n_weights
         elite_of = np.where(opt.mutated, -1, opt.parents)  # unchanged elites' last index
         # Episodes end in a fall early or run long, and a long unit handed out last keeps
         # every other rank waiting: predict each unit's steps from last generation's.
@@ -265,7 +266,7 @@ class PrunedGA:
         buf[4 * U + 2 + me] = t1 - t0
         # every unit's return and steps, stop votes, busy seconds; while the others finish,
         # this rank plays the next generation's episodes of the individuals sure to be elites
-        mpi.allreduce_sum_(buf, meanwhile=lambda: self._play_ahead(g, masks, U, E))
+        mpi.allreduce_sum_(buf, meanwhile=lambda: self._play_ahead(g, masks, kept, E))
         t2 = time.perf_counter()
         unit_returns = buf[:U].reshape(P, E)
         self.unit_steps = buf[U : 2 * U].reshape(P, E).copy()
@@ -273,8 +274,7 @@ class PrunedGA:
         self.unit_ranks = buf[3 * U : 4 * U].reshape(P, E).astype(np.int64) - 1
         returns = unit_returns.sum(axis=1) / E  # the same sums in the same order on every rank
         self.last_steps = self.unit_steps.sum(axis=1)
-        kept = masks.sum(axis=1) / self.net.n_weights
-        fitness = self._fitness(unit_returns, masks)
+        fitness = self._fitness(unit_returns, kept)
         if not np.all(np.isfinite(fitness)):
             raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
         activity = None
@@ -313,21 +313,19 @@ class PrunedGA:
         population x E + episode) of an unchanged elite of generation g (always, alone)."""
         return self._board is None or self._board.claim(unit, self._epoch + g)
 
-    def _play_ahead(self, g: int, masks: np.ndarray, U: int, E: int) -> bool:
+    def _play_ahead(self, g: int, masks: np.ndarray, kept: np.ndarray, E: int) -> bool:
         """Work for a rank waiting at generation g's end: a step of the next generation's
         unit it is playing, or else, every ``LOOK_S``, a new one of an individual sure to
         be an elite (:func:`pgmpi.schedule.sure_elites`, from the results posted so far),
         claimed so that no other rank plays it. Whether it did anything."""
         if self._playing is not None:
-            if self._playing.advance():
-                self._ahead[self._playing.key] = self._playing.result()
-                self._playing = None
+            self._keep_playing(to_the_end=False)
             return True
         if self._board is None or time.perf_counter() < self._look_at:
             return False
         self._look_at = time.perf_counter() + LOOK_S
-        unit_returns = self._board.read(U, self._epoch + g).reshape(-1, E)
-        fitness = self._fitness(unit_returns, masks)
+        unit_returns = self._board.read(len(masks) * E, self._epoch + g).reshape(-1, E)
+        fitness = self._fitness(unit_returns, kept)
         for x in schedule.sure_elites(fitness, self.optimizer.n_elites):
             for e in range(E):
                 if (int(x), e) not in self._ahead and self._claim(int(x) * E + e, g + 1):
@@ -342,12 +340,17 @@ class PrunedGA:
         """The units of this generation this rank played ahead, the one it was playing
         when the ranks met finished first: ((index last generation, episode), result)."""
         if self._playing is not None:
-            while not self._playing.advance():
-                pass
-            self._ahead[self._playing.key] = self._playing.result()
-            self._playing = None
+            self._keep_playing(to_the_end=True)
         ahead, self._ahead = sorted(self._ahead.items()), {}
         return ahead
+
+    def _keep_playing(self, to_the_end: bool) -> None:
+        """A step (or all the rest) of the unit being played ahead; kept when it ends."""
+        while not self._playing.advance():
+            if not to_the_end:
+                return
+        self._ahead[self._playing.key] = self._playing.result()
+        self._playing = None
 
     def train(
         self,
