@@ -24,13 +24,12 @@ end of a generation, it plays the next generation's episodes of individuals alre
 be elites (:func:`pgmpi.schedule.sure_elites`, read off the results the ranks post to a
 board on rank 0 as they go: :func:`pgmpi.mpi.unit_board`), each claimed so that one rank
 plays it, and finishes the one it is playing when the ranks meet: an elite's next episodes
-do not depend on how the others end. benchmarks/ga_scaling.py measures and projects the
-balance.
+do not depend on how the others end (:mod:`pgmpi.ahead`). benchmarks/ga_scaling.py
+measures and projects the balance.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -39,14 +38,11 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, genomes, loop, mpi, rng, rollout, schedule, threads
+from pgmpi.ahead import Ahead, Episode
 from pgmpi.config import GAConfig, first_problem, is_int, resolve
 from pgmpi.envs import Game
 from pgmpi.optimizers import PruningOptimizer
-from pgmpi.rollout import Piece
 from pgmpi.version import __version__
-
-_AGENTS = itertools.count(1)  # numbers the agents of a process alike on every rank
-LOOK_S = 0.002  # how often a rank with nothing to play reads which units have ended
 
 
 class PrunedGA:
@@ -145,25 +141,27 @@ class PrunedGA:
         self.unit_seconds = np.zeros(units)
         self.unit_ranks = np.zeros(units, dtype=np.int64)
         self._counter = mpi.shared_counter()  # collective the first time in a process
-        self._board = mpi.unit_board(self.unit_steps.size)  # collective; None with 1 rank
-        self._epoch = next(_AGENTS) << 24  # the board's stamps: this agent's, generation g's
-        self._ahead: dict[tuple[int, int], tuple] = {}  # next generation's units, played
-        self._playing: Episode | None = None  # the one being played ahead now
-        self._look_at = 0.0
+        self._ahead = Ahead(self.unit_steps.size)  # collective: the next units, played early
 
     @property
     def generation(self) -> int:
         """Generations evaluated so far (the index of the population evaluated next)."""
         return self.optimizer.generation
 
-    def _play(
-        self, weights: list[np.ndarray], stream: np.random.Generator, activity=None
-    ) -> tuple[float, int]:
-        """Return and steps of one episode seeded from ``stream``, in a new env: Box2D envs
+    def _episode(self, weights: list[np.ndarray], stream, activity=None) -> Episode:
+        """An episode of network ``weights`` seeded from ``stream``, in a new env: Box2D envs
         carry state from one episode into the next, so reusing one would make the results
         depend on which units this rank happened to play before. ``activity`` (zeros,
         float64 (n_weights,), or None) gets each connection's mean Hebbian term per step."""
-        episode = Episode(self, weights, stream, activity)
+        game = Game(self._env, self.config["max_episode_steps"])
+        act = lambda game: self._action(weights, game.obs, activity)  # noqa: E731
+        return Episode(game, act, stream, activity)
+
+    def _play(
+        self, weights: list[np.ndarray], stream: np.random.Generator, activity=None
+    ) -> tuple[float, int]:
+        """Return and steps of :meth:`_episode`, played at once."""
+        episode = self._episode(weights, stream, activity)
         while not episode.advance():
             pass
         return episode.result()[:2]
@@ -240,21 +238,16 @@ class PrunedGA:
             buf[3 * U + u] = me + 1
             if W:
                 buf[A + u * W : A + (u + 1) * W] = activity
-            if self._board is not None:
-                self._board.post(u, buf[u], self._epoch + g)
+            self._ahead.post(u, buf[u], g)
 
         t0 = time.perf_counter()
-        board = mpi.unit_board(U)  # last generation's, unless another agent's replaced it
-        if board is not self._board:  # what was claimed on the old one is played again
-            self._board, self._ahead, self._playing = board, {}, None
-        ahead = self._played_ahead()
-        for (x, e), result in ahead:  # units of this generation played ahead: whose?
+        for (x, e), result in self._ahead.collect(U):  # collective: units played ahead
             for i in np.flatnonzero(elite_of == x):
                 record(int(i) * E + e, result)
                 buf[4 * U + 1] += 1
         for u in self._units(costs):
             i, e = divmod(int(u), E)
-            if elite_of[i] >= 0 and not self._claim(int(elite_of[i]) * E + e, g):
+            if elite_of[i] >= 0 and not self._ahead.claim(int(elite_of[i]) * E + e, g):
                 continue  # played ahead, while the ranks waited at the last generation's end
             activity = np.zeros(W) if W else None
             t = time.perf_counter()
@@ -308,49 +301,19 @@ class PrunedGA:
         # float64 values are floats: fine for CSV and JSON
         return row, bool(buf[4 * U]), dict(mine, total_s=seconds)
 
-    def _claim(self, unit: int, g: int) -> bool:
-        """Whether this rank is the first to take ``unit`` (index in generation g - 1's
-        population x E + episode) of an unchanged elite of generation g (always, alone)."""
-        return self._board is None or self._board.claim(unit, self._epoch + g)
-
     def _play_ahead(self, g: int, masks: np.ndarray, kept: np.ndarray, E: int) -> bool:
-        """Work for a rank waiting at generation g's end: a step of the next generation's
-        unit it is playing, or else, every ``LOOK_S``, a new one of an individual sure to
-        be an elite (:func:`pgmpi.schedule.sure_elites`, from the results posted so far),
-        claimed so that no other rank plays it. Whether it did anything."""
-        if self._playing is not None:
-            self._keep_playing(to_the_end=False)
-            return True
-        if self._board is None or time.perf_counter() < self._look_at:
-            return False
-        self._look_at = time.perf_counter() + LOOK_S
-        unit_returns = self._board.read(len(masks) * E, self._epoch + g).reshape(-1, E)
-        fitness = self._fitness(unit_returns, kept)
-        for x in schedule.sure_elites(fitness, self.optimizer.n_elites):
-            for e in range(E):
-                if (int(x), e) not in self._ahead and self._claim(int(x) * E + e, g + 1):
-                    stream = self._elite_stream(g + 1, int(x), e)
-                    activity = np.zeros(self.net.n_weights) if self.net.hebbian else None
-                    self._playing = Episode(self, self.net.weights(masks[x]), stream, activity)
-                    self._playing.key = (int(x), e)
-                    return True
-        return False
+        """Work for a rank waiting at generation g's end (:meth:`pgmpi.ahead.Ahead.play`):
+        the next generation's episodes of the individuals sure to be elites, given the
+        returns posted so far. Whether it did anything."""
+        n_elites = self.optimizer.n_elites
+        sure = lambda returns: schedule.sure_elites(self._fitness(returns, kept), n_elites)  # noqa: E731
 
-    def _played_ahead(self) -> list[tuple[tuple[int, int], tuple]]:
-        """The units of this generation this rank played ahead, the one it was playing
-        when the ranks met finished first: ((index last generation, episode), result)."""
-        if self._playing is not None:
-            self._keep_playing(to_the_end=True)
-        ahead, self._ahead = sorted(self._ahead.items()), {}
-        return ahead
+        def episode(x: int, e: int) -> Episode:
+            activity = np.zeros(self.net.n_weights) if self.net.hebbian else None
+            weights = self.net.weights(masks[x])
+            return self._episode(weights, self._elite_stream(g + 1, x, e), activity)
 
-    def _keep_playing(self, to_the_end: bool) -> None:
-        """A step (or all the rest) of the unit being played ahead; kept when it ends."""
-        while not self._playing.advance():
-            if not to_the_end:
-                return
-        self._ahead[self._playing.key] = self._playing.result()
-        self._playing = None
+        return self._ahead.play(g, E, sure, episode, len(masks) * E)
 
     def train(
         self,
@@ -481,37 +444,3 @@ class PrunedGA:
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
         return agent
-
-
-class Episode:
-    """One episode of a PrunedGA network, played a step at a time (:meth:`advance`), in a new
-    env; the same steps as :func:`pgmpi.rollout.episode`, whether played at once or between
-    other work."""
-
-    def __init__(self, ga: PrunedGA, weights: list[np.ndarray], stream, activity=None):
-        self.game = Game(ga._env, ga.config["max_episode_steps"])
-        self.activity = activity
-        self.piece = Piece()
-        act = lambda game: ga._action(weights, game.obs, activity)  # noqa: E731
-        self.steps = rollout.episode_rounds(self.game, act, stream, self.piece)
-        self.seconds = 0.0
-        self.key = None
-
-    def advance(self) -> bool:
-        """Play one step; whether the episode has ended."""
-        t = time.perf_counter()
-        over = next(self.steps, True) is True
-        self.seconds += time.perf_counter() - t
-        if over:
-            self.game.close()
-        return over
-
-    def result(self) -> tuple[float, int, float, np.ndarray | None]:
-        """(return, steps, seconds, each connection's mean Hebbian term per step or None)."""
-        rewards = self.piece.rewards
-        if self.activity is not None:
-            self.activity /= max(len(rewards), 1)
-        total = 0.0
-        for r in rewards:  # a running sum, step by step (sum() differs between Pythons)
-            total += r
-        return total, len(rewards), self.seconds, self.activity

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from pgmpi import PrunedGA, mpi, rng, rollout
+from pgmpi.ahead import Ahead, Episode
 from pgmpi.envs import Game
+from pgmpi.genomes import SignedDAG
 from pgmpi.networks import PrunedNetwork
 from pgmpi.schedule import balance, longest_first, predict, sure_elites
 
@@ -229,6 +231,37 @@ def test_one_rank_counter_hands_out_every_index_in_order_without_mpi():
     counter = mpi.shared_counter()
     assert list(counter.take(5)) == [0, 1, 2, 3, 4]
     assert list(counter.take(0)) == []
+
+
+def test_an_episode_played_a_step_at_a_time_is_rollouts_episode():
+    """pgmpi.ahead.Episode, which a waiting rank plays between tests of the barrier, takes
+    the same steps as rollout.episode: the same return, steps and Hebbian activity."""
+    net = SignedDAG((24, 8, 8, 4), discrete=False, seed=3)
+    w = net.weights(np.random.default_rng(1).random(net.n_weights) < 0.8)
+    activity = np.zeros(net.n_weights)
+    act = lambda g: net.act(w, g.obs, activity)  # noqa: E731
+    stream = np.random.default_rng(7)
+    episode = Episode(Game("BipedalWalker-v3", 200), act, stream, activity)
+    steps = 1
+    while not episode.advance():
+        steps += 1
+    ret, n, seconds, per_step = episode.result()
+    alone = np.zeros(net.n_weights)
+    rewards, _ = rollout.episode(
+        Game("BipedalWalker-v3", 200), lambda g: net.act(w, g.obs, alone), np.random.default_rng(7)
+    )
+    assert n == len(rewards) > 1 and steps == n + 1 and seconds > 0
+    assert ret == pytest.approx(sum(rewards), abs=1e-9)
+    assert np.allclose(per_step * n, alone, rtol=1e-12, atol=0) and alone.any()
+
+
+def test_on_one_rank_there_is_nothing_to_play_ahead_and_every_claim_is_granted():
+    ahead = Ahead(12)
+    assert ahead.board is None and ahead.collect(12) == []
+    assert ahead.claim(3, 0) and ahead.claim(3, 0)  # no board: the one rank plays every unit
+    never = lambda x, e: pytest.fail("nothing is played ahead on one rank")  # noqa: E731
+    assert not ahead.play(0, 3, lambda r: np.arange(4), never, 12)
+    ahead.post(3, 1.0, 0)  # nowhere to post: nothing happens
 
 
 def test_a_reused_bipedal_walker_env_does_not_always_replay_a_seeded_episode():
