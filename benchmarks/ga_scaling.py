@@ -52,6 +52,10 @@ that latency, or as measured here if more. Prints the machine and a markdown tab
 benchmarks/results/ga_scaling_costs.npz and the figure to runs/benchmarks/ga_scaling.png
 (``--out PATH`` elsewhere).
 
+``--by-generation [LABEL=]COSTS ...`` only draws, one panel per kept recording, each
+generation's projected idle share at 63 and 128 ranks, self-scheduled with and without
+playing ahead, and its best fitness (``ga_scaling_generations.png``; docs/benchmarks.md).
+
 ``--start CHECKPOINT`` records generations that go on from a PrunedGA checkpoint of
 BipedalWalker-v3 instead (its settings and genome replace the flags): late in a run, where
 walkers walk, with the genome it trained. ``--tag TAG`` names the results
@@ -367,13 +371,14 @@ def predictions(costs: dict, g: int) -> tuple[np.ndarray, np.ndarray]:
     return predict(previous.max(axis=1), parents, mutated), whole
 
 
-def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
+def project(costs: dict, P: int, E: int, serial_s: float, ranks: list = RANKS) -> dict:
     """What :func:`summarise` needs for the idle share and speed-up, by rank count and split,
     for the population's first ``P`` individuals' first ``E`` episodes in each recorded
     generation: {split: {n: [(seconds per generation, work, rank seconds, 1-rank seconds)
-    per generation]}} (work: the units' seconds; rank seconds: n x the makespan)."""
+    per generation]}} (work: the units' seconds; rank seconds: n x the makespan), for n in
+    ``ranks``."""
     make_s, fetch = costs["make_s"], max(costs["fetch_s"], 2 * LINK[1])
-    out = {s: {n: [] for n in RANKS} for s in SPLITS}
+    out = {s: {n: [] for n in ranks} for s in SPLITS}
     size = (4 * P * E + 2) * 8
     units, preds = [], []
     for g in range(len(costs["steps"])):
@@ -384,7 +389,7 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
         whole_pred = total[:P]
         units.append(unit)
         preds.append(pred)
-        for n in RANKS:
+        for n in ranks:
             comm = ring_allreduce_s(n, size + 8 * n, *LINK) + serial_s
             spans = {
                 "old": (whole.sum(), static_makespan(whole_pred, whole, n)),
@@ -395,7 +400,7 @@ def project(costs: dict, P: int, E: int, serial_s: float) -> dict:
             for split, (work, span) in spans.items():
                 out[split][n].append((span + comm, work, n * span, one))
     elites = [run_elites(costs, g, P, E) for g in range(len(units))]
-    for n in RANKS:  # playing ahead ties each generation to the next: the run at once
+    for n in ranks:  # playing ahead ties each generation to the next: the run at once
         comm = ring_allreduce_s(n, size + 8 * n, *LINK) + serial_s
         run = ahead_schedule(preds, units, elites, E, n, fetch, comm)
         for start, last, busy, _ in run:  # a window's work: what was played in it
@@ -570,6 +575,63 @@ def plot(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
+def by_generation(costs: dict, ranks: tuple = (63, 128)) -> dict:
+    """Each recorded generation's projected idle share (138 x 8 or whatever was recorded),
+    self-scheduled without and with playing ahead: {"dynamic" | "ahead": {n: float64 (G,)}}.
+    A generation's share under playing ahead is that of its window (:func:`project`)."""
+    costs = dict(costs, fetch_s=float(costs["fetch_s"]))
+    P, E = costs["steps"].shape[1:]
+    proj = project(costs, P, E, float(np.median(costs["select"])), list(ranks))
+    return {
+        s: {n: np.array([idle_share([row[1:3]]) for row in proj[s][n]]) for n in ranks}
+        for s in ("dynamic", "ahead")
+    }
+
+
+def plot_generations(recordings: dict, path: Path) -> dict:
+    """One panel per recording ({label: costs}): each generation's projected idle share at
+    63 and 128 ranks, self-scheduled with playing ahead (PrunedGA) and without, against the
+    targets, and the generation's best fitness on a second axis. Returns the shares drawn,
+    {label: :func:`by_generation`}."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(recordings), 1, figsize=(10, 2.6 * len(recordings)),
+                             squeeze=False)  # fmt: skip
+    shares = {}
+    for ax, (label, costs) in zip(axes[:, 0], recordings.items(), strict=True):
+        shares[label] = idle = by_generation(costs)
+        g0 = int(costs.get("first_generation", 0))
+        x = g0 + np.arange(len(costs["steps"]))
+        ax.plot(x, 100 * idle["ahead"][128], "-o", ms=3, c="tab:blue",
+                label="128 ranks, playing ahead (PrunedGA)")  # fmt: skip
+        ax.plot(x, 100 * idle["dynamic"][128], "--", c="tab:grey", label="128 ranks, without")
+        ax.plot(x, 100 * idle["ahead"][63], "-", c="tab:cyan", label="63 ranks, playing ahead")
+        for target, c in ((10, "tab:red"), (5, "tab:orange")):
+            ax.axhline(target, c=c, lw=0.8, ls=":")
+        ax.set(ylabel="% of rank time idle", ylim=(0, 100), xlim=(x[0] - 0.5, x[-1] + 0.5))
+        ax.set_title(label, fontsize=9)
+        ax.grid(alpha=0.3)
+        best = costs["fit"][:, 0]
+        fit = ax.twinx()
+        fit.plot(x, best, c="tab:green", lw=1.2, label="best fitness (right)")
+        fit.axhline(0, c="tab:green", lw=0.5, ls=":")
+        fit.set_ylabel("best fitness", color="tab:green")
+        if np.any(best > 0):
+            ax.axvline(x[np.argmax(best > 0)] - 0.5, c="tab:green", lw=0.8)
+        lines = ax.get_lines()[:3] + fit.get_lines()[:1]
+    axes[0, 0].legend(lines, [line.get_label() for line in lines], fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("generation (the green line: the first positive best fitness; "
+                           "dotted: the targets, 10% at 128 ranks, 5% at 63)")  # fmt: skip
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return shares
+
+
 def generations(spec: str) -> tuple[int, int]:
     """``--phase``'s A-B as (A, B)."""
     try:
@@ -602,6 +664,13 @@ def main() -> None:
         help="also project generations A to B of the recording (repeatable)",
     )
     p.add_argument("--tag", default="", help="suffix of the result files' names ('')")
+    p.add_argument(
+        "--by-generation",
+        nargs="+",
+        metavar="[LABEL=]COSTS",
+        help="only draw each recording's idle share per generation, one panel each, to "
+        "runs/benchmarks/ga_scaling_generations.png (--docs: docs/figures/; or --out PATH)",
+    )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--mode", default="dynamic", help=argparse.SUPPRESS)
     p.add_argument("--generations", type=int, default=1, help=argparse.SUPPRESS)
@@ -612,6 +681,21 @@ def main() -> None:
     if args.worker:
         return worker(args)
 
+    if args.by_generation:
+        recordings = {}
+        for spec in args.by_generation:
+            label, _, path = spec.rpartition("=")
+            recordings[label or path] = dict(np.load(path))
+        out = common.figure_path(args, "ga_scaling_generations.png")
+        if out == common.FIGURES / FIGURE:  # --out not given: not over the main figure
+            out = common.FIGURES / "ga_scaling_generations.png"
+        for label, idle in plot_generations(recordings, out).items():
+            cells = [f"{100 * np.mean(idle[s][n] > t):.0f}%" for s in ("ahead", "dynamic")
+                     for n, t in ((63, 0.05), (128, 0.10))]  # fmt: skip
+            print(f"{label}: generations above the target, playing ahead 63 / 128 ranks "
+                  f"{cells[0]} / {cells[1]}, without {cells[2]} / {cells[3]}")  # fmt: skip
+        print("figure:", out)
+        return None
     info = common.machine()
     print("machine:", json.dumps(info), flush=True)
     P, E = args.population_size, args.episodes_per_individual

@@ -319,3 +319,28 @@ def test_the_benchmarks_phases_split_a_kept_recording_and_weigh_back_to_the_whol
         for n in ("63", "128"):
             assert 0 <= early[ph][n] <= ours[ph][n], (ph, n)
     assert early["all (0-36)"]["63"] < ours["all (0-36)"]["63"]
+
+
+def test_the_benchmarks_figure_by_generation_draws_each_generations_share(tmp_path):
+    # Seed 1's kept run, one panel: a share per generation, each in [0, 1), lower on average
+    # with playing ahead, and weighted by rank time they give the whole run's share.
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import ga_scaling
+
+    costs = dict(np.load(root / "docs" / "figures" / "ga_scaling_signedrun1_costs.npz"))
+    out = tmp_path / "by_generation.png"
+    shares = ga_scaling.plot_generations({"seed 1": costs}, out)
+    assert out.stat().st_size > 10_000
+    idle = shares["seed 1"]
+    G = len(costs["steps"])
+    for split in ("dynamic", "ahead"):
+        for n in (63, 128):
+            assert idle[split][n].shape == (G,)
+            assert np.all((idle[split][n] >= 0) & (idle[split][n] < 1))
+    costs = dict(costs, fetch_s=float(costs["fetch_s"]))
+    proj = ga_scaling.project(costs, 138, 8, float(np.median(costs["select"])), [128])
+    whole = ga_scaling.idle_share([row[1:3] for row in proj["ahead"][128]])
+    rank_s = np.array([row[2] for row in proj["ahead"][128]])
+    assert np.sum(idle["ahead"][128] * rank_s) / rank_s.sum() == pytest.approx(whole)
+    assert np.mean(idle["ahead"][128]) < np.mean(idle["dynamic"][128])
