@@ -427,6 +427,8 @@ EARLY = ("PrunedGA's, the next generation started by ranks out of units if no un
 SPLITS = ("old", "static", "dynamic", "ahead")
 AHEAD = "PrunedGA's, playing ahead: the next generation's units of sure elites while waiting"
 FLOOR = "no order (a lower bound: the mean load, or the costliest units' pigeonholes)"
+AHEAD_FLOOR = ("no schedule, playing ahead or not (a lower bound: the mutated children's floor "
+               "less what else the ranks could play meanwhile)")  # fmt: skip
 STANDERS = (f"known beforehand: which individuals stand past {STAND_STEPS} steps in any of "
             "their episodes")  # fmt: skip
 HALF = (f"known beforehand: which stand past {STAND_STEPS} steps in one of their first half "
@@ -489,6 +491,7 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
             spans[EARLY] = span
             for name, span in spans.items():
                 out.setdefault(name, {}).setdefault(n, {})[g] = (unit.sum(), n * span)
+            out.setdefault(AHEAD_FLOOR, {}).setdefault(n, {})[g] = ahead_floor(costs, g, n)
     P, E = seconds.shape[1:]
     preds = [np.repeat(predictions(costs, g)[0], E) for g in range(len(steps))]
     units = [seconds[g].ravel() for g in range(len(steps))]
@@ -507,6 +510,27 @@ def compare_predictors(costs: dict, phases: dict) -> dict:
         }
         for name, by_n in out.items()
     }
+
+
+def ahead_floor(costs: dict, g: int, n: int) -> tuple[float, float]:
+    """A floor under any schedule of the recording's units on ``n`` ranks that keeps the
+    GA's results, playing ahead included, as (work, rank seconds) of generation g, for
+    :func:`idle_share`: a generation's mutated children can only start once the generation
+    before has ended (its ranking makes them) and all end before the next generation's
+    children start, so their windows do not overlap, and each lasts at least the children's
+    :func:`lower_bound_makespan`; besides them, what the ranks can play in one is only the
+    generation's unchanged elites' units and the next generation's (no individual of the
+    next is sure to be an elite before its children have started, as there are more
+    children than elites). So the window's idle
+    time is at least n x that floor less all three; the work counted beside it is the
+    generation's and the next one's elites' (counted twice over a run: a weaker floor)."""
+    seconds, parents = costs["seconds"], costs["parents"]
+    k = kept(parents[g]) if g else 0
+    children, elites = seconds[g][k:].ravel(), seconds[g][:k].sum()
+    after = seconds[g + 1][: kept(parents[g + 1])].sum() if g + 1 < len(seconds) else 0.0
+    work = children.sum() + elites + after
+    idle = max(0.0, n * lower_bound_makespan(children, n) - work)
+    return work, work + idle
 
 
 def idle_share(spans: list) -> float:

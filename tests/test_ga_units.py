@@ -319,6 +319,17 @@ def test_the_benchmarks_phases_split_a_kept_recording_and_weigh_back_to_the_whol
         for n in ("63", "128"):
             assert 0 <= early[ph][n] <= ours[ph][n], (ph, n)
     assert early["all (0-36)"]["63"] < ours["all (0-36)"]["63"]
+    # No schedule that keeps the results, playing ahead or not, beats the floor of the
+    # mutated children: it lies under the floor of any order and under PrunedGA's share
+    floor = ways[next(k for k in ways if k.startswith("no order"))]
+    anything = ways[next(k for k in ways if k.startswith("no schedule"))]
+    ahead = ways[next(k for k in ways if k.startswith("PrunedGA's, playing ahead"))]
+    for ph in ours:
+        for n in ("63", "128"):
+            assert 0 <= anything[ph][n] <= floor[ph][n], (ph, n)
+    for n in ("63", "128"):
+        assert anything["all (0-36)"][n] <= ahead["all (0-36)"][n]
+    assert anything["0-11"]["128"] > 0
 
 
 def test_the_benchmarks_figure_by_generation_draws_each_generations_share(tmp_path):
