@@ -38,7 +38,8 @@ generation's 90th percentile), the old split at the parent's steps. A second tab
 the self-scheduled idle share at 63 and 128 ranks under other predictions, under perfect
 ones, with the individuals that stand in some episode put first (read off the outcome, in
 all or in the first half of their episodes: what a prediction of individuals would need),
-the floor no order or split of these units can go below (``lower_bound_makespan``), an
+the floor no order or split of these units can go below (``lower_bound_makespan``), the
+one no schedule that keeps the GA's results can, playing ahead included (``ahead_floor``), an
 upper bound on starting the next generation while the last units finish (the ranks out
 of units fill their idle time wherever none of the units still playing is an elite's), and
 PrunedGA's own schedule, playing ahead.
