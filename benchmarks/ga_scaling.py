@@ -522,9 +522,9 @@ def ahead_floor(costs: dict, g: int, n: int) -> tuple[float, float]:
     :func:`lower_bound_makespan`; besides them, what the ranks can play in one is only the
     generation's unchanged elites' units and the next generation's (no individual of the
     next is sure to be an elite before its children have started, as there are more
-    children than elites). So the window's idle
-    time is at least n x that floor less all three; the work counted beside it is the
-    generation's and the next one's elites' (counted twice over a run: a weaker floor)."""
+    children than elites). So the window's idle time is at least n x that floor less all
+    three; the work counted beside it is all three (the elites' twice over a run: a weaker
+    floor, and one that still holds over any stretch of generations)."""
     seconds, parents = costs["seconds"], costs["parents"]
     k = kept(parents[g]) if g else 0
     children, elites = seconds[g][k:].ravel(), seconds[g][:k].sum()
