@@ -541,6 +541,12 @@ def idle_share(spans: list) -> float:
     return float(1 - work / rank_s)
 
 
+def generation_shares(rows: list) -> np.ndarray:
+    """float64 (G,): each generation's idle share, from :func:`project`'s rows of one split
+    and rank count."""
+    return np.array([idle_share([row[1:3]]) for row in rows])  # (work, rank seconds)
+
+
 def summarise(proj: dict, which: slice) -> dict:
     """Over the generations ``which``: the idle share of their rank time, the speed-up of
     their total time and the mean seconds per generation, [idle, speed-up, seconds]."""
@@ -607,10 +613,7 @@ def by_generation(costs: dict, ranks: tuple = (63, 128)) -> dict:
     costs = dict(costs, fetch_s=float(costs["fetch_s"]))
     P, E = costs["steps"].shape[1:]
     proj = project(costs, P, E, float(np.median(costs["select"])), list(ranks))
-    return {
-        s: {n: np.array([idle_share([row[1:3]]) for row in proj[s][n]]) for n in ranks}
-        for s in ("dynamic", "ahead")
-    }
+    return {s: {n: generation_shares(proj[s][n]) for n in ranks} for s in ("dynamic", "ahead")}
 
 
 def plot_generations(recordings: dict, path: Path) -> dict:
@@ -827,7 +830,7 @@ def main() -> None:
         spread = []
         for n in (63, 128):
             rows = projections[f"{P}x{E}"]["ahead"][n][w]
-            idle = [100 * idle_share([row[1:3]]) for row in rows]  # (work, rank seconds)
+            idle = 100 * generation_shares(rows)
             spread.append(f"{n} ranks {min(idle):.1f}-{max(idle):.1f}%")
         print(f"PrunedGA, single generations of {ph}, {P}x{E}: " + ", ".join(spread))
     if "parents" in rec:
