@@ -90,8 +90,10 @@ def worker(args) -> None:
     from pgmpi import PrunedGA, mpi, schedule
     from pgmpi.envs import Game
 
+    # the recorded run keeps a log and a checkpoint, so that --start can go on from it
+    run = dict(quiet=True, log_dir=args.log_dir, overwrite=True) if args.log_dir else {}
     if args.start:  # go on from a checkpoint: late generations of a real run
-        agent = PrunedGA.load(args.start, quiet=True)
+        agent = PrunedGA.load(args.start, **(run or dict(quiet=True)))
     else:
         agent = PrunedGA(
             env="BipedalWalker-v3",
@@ -100,7 +102,7 @@ def worker(args) -> None:
             population_size=args.population_size,
             episodes_per_individual=args.episodes_per_individual,
             seed=args.seed,
-            quiet=True,
+            **(run or dict(quiet=True)),
         )
     first_generation, steps_before = agent.generation, agent.unit_steps.copy()
     me, n = mpi.rank(), mpi.size()
@@ -142,6 +144,8 @@ def worker(args) -> None:
         if args.run_minutes
         else dict(generations=first_generation + args.generations)
     )
+    if args.log_dir:
+        limit["checkpoint_path"] = Path(args.log_dir) / "checkpoint.npz"
     agent.train(**limit, callback=record)
     started = time.perf_counter() - t0 - rec["wall"][-1]  # construction to the first step
     # The cost of one fetch from the shared counter with every rank fetching at once.
@@ -704,6 +708,7 @@ def main() -> None:
     p.add_argument("--generations", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--record", help=argparse.SUPPRESS)
     p.add_argument("--run-minutes", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--log-dir", help=argparse.SUPPRESS)
     common.add_figure_flags(p, FIGURE)
     args = p.parse_args()
     if args.worker:
@@ -752,6 +757,8 @@ def main() -> None:
         for name, n, mode, limit in plan:  # one at a time: no two timed runs share the cores
             path = costs_path if name == "dynamic" else common.RESULTS / f"{stem}_{name}.npz"
             flags = [__file__, "--worker", "--mode", mode, "--record", str(path), *settings]
+            if name == "dynamic":  # its log and checkpoint: --start goes on from them
+                flags += ["--log-dir", str(common.RESULTS / f"{stem}_run")]
             common.mpirun(n, [*flags, *limit], timeout=3600)
             runs[name] = dict(np.load(path))
             print(f"recorded {name} ({n} rank(s)): {len(runs[name]['wall'])} generations",
