@@ -59,8 +59,11 @@ playing ahead, and its best fitness (``ga_scaling_generations.png``; docs/benchm
 
 ``--start CHECKPOINT`` records generations that go on from a PrunedGA checkpoint of
 BipedalWalker-v3 instead (its settings and genome replace the flags): late in a run, where
-walkers walk, with the genome it trained. ``--tag TAG`` names the results
-ga_scaling{TAG}.json and ga_scaling{TAG}_*.npz, so the documented ones are kept.
+walkers walk, with the genome it trained. The recorded 2-rank run keeps its log and
+checkpoint (every 5 generations and at the end) in benchmarks/results/ga_scaling{TAG}_run/,
+so ``--start benchmarks/results/ga_scaling{TAG}_run/checkpoint.npz`` goes on from where a
+recording stopped. ``--tag TAG`` names the results ga_scaling{TAG}.json and
+ga_scaling{TAG}_*.npz, so the documented ones are kept.
 """
 
 from __future__ import annotations
