@@ -616,17 +616,32 @@ def plot(results: dict, path: Path) -> None:
 def by_generation(costs: dict, ranks: tuple = (63, 128)) -> dict:
     """Each recorded generation's projected idle share (138 x 8 or whatever was recorded),
     self-scheduled without and with playing ahead: {"dynamic" | "ahead": {n: float64 (G,)}}.
-    A generation's share under playing ahead is that of its window (:func:`project`)."""
+    A generation's share under playing ahead is that of its window (:func:`project`).
+    Also "so far": {n: float64 (G,)}, with playing ahead, the share of the run's rank time
+    up to and including each generation: what a run stopped there would have left idle."""
     costs = dict(costs, fetch_s=float(costs["fetch_s"]))
     P, E = costs["steps"].shape[1:]
     proj = project(costs, P, E, float(np.median(costs["select"])), list(ranks))
-    return {s: {n: generation_shares(proj[s][n]) for n in ranks} for s in ("dynamic", "ahead")}
+    out = {s: {n: generation_shares(proj[s][n]) for n in ranks} for s in ("dynamic", "ahead")}
+    cumulative = {n: np.cumsum([row[1:3] for row in proj["ahead"][n]], axis=0) for n in ranks}
+    return out | {"so far": {n: 1 - c[:, 0] / c[:, 1] for n, c in cumulative.items()}}
+
+
+def under_from(so_far: np.ndarray, target: float, g0: int = 0) -> str:
+    """Words for where a run's share so far (:func:`by_generation`'s "so far") stays under
+    ``target`` to the end: "from generation G on" (``g0``: the first one's number), or
+    "not at the end"."""
+    over = np.flatnonzero(so_far >= target)
+    if len(over) and over[-1] == len(so_far) - 1:
+        return "not at the end"
+    return f"from generation {g0 + (over[-1] + 1 if len(over) else 0)} on"
 
 
 def plot_generations(recordings: dict, path: Path) -> dict:
     """One panel per recording ({label: costs}): each generation's projected idle share at
-    63 and 128 ranks, self-scheduled with playing ahead (PrunedGA) and without, against the
-    targets, and the generation's best fitness on a second axis. Returns the shares drawn,
+    63 and 128 ranks, self-scheduled with playing ahead (PrunedGA) and without, the share of
+    the run so far at 128 ranks, against the targets, and the generation's best fitness on
+    a second axis. Returns the shares drawn,
     {label: :func:`by_generation`}."""
     import matplotlib
 
@@ -644,6 +659,8 @@ def plot_generations(recordings: dict, path: Path) -> dict:
                 label="128 ranks, playing ahead (PrunedGA)")  # fmt: skip
         ax.plot(x, 100 * idle["dynamic"][128], "--", c="tab:grey", label="128 ranks, without")
         ax.plot(x, 100 * idle["ahead"][63], "-", c="tab:cyan", label="63 ranks, playing ahead")
+        ax.plot(x, 100 * idle["so far"][128], "-", lw=2.2, c="tab:purple",
+                label="128 ranks, playing ahead, the run so far")  # fmt: skip
         for target, c in ((10, "tab:red"), (5, "tab:orange")):
             ax.axhline(target, c=c, lw=0.8, ls=":")
         ax.set(ylabel="% of rank time idle", ylim=(0, 100), xlim=(x[0] - 0.5, x[-1] + 0.5))
@@ -656,7 +673,7 @@ def plot_generations(recordings: dict, path: Path) -> dict:
         fit.set_ylabel("best fitness", color="tab:green")
         if np.any(best > 0):
             ax.axvline(x[np.argmax(best > 0)] - 0.5, c="tab:green", lw=0.8)
-        lines = ax.get_lines()[:3] + fit.get_lines()[:1]
+        lines = ax.get_lines()[:4] + fit.get_lines()[:1]
     axes[0, 0].legend(lines, [line.get_label() for line in lines], fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("generation (the green line: the first positive best fitness; "
                            "dotted: the targets, 10% at 128 ranks, 5% at 63)")  # fmt: skip
@@ -730,6 +747,12 @@ def main() -> None:
                      for n, t in ((63, 0.05), (128, 0.10))]  # fmt: skip
             print(f"{label}: generations above the target, playing ahead 63 / 128 ranks "
                   f"{cells[0]} / {cells[1]}, without {cells[2]} / {cells[3]}")  # fmt: skip
+            g0 = int(recordings[label].get("first_generation", 0))
+            for n, t in ((63, 0.05), (128, 0.10)):
+                so_far = idle["so far"][n]
+                print(f"  the run so far at {n} ranks: {100 * so_far[-1]:.1f}% over its "
+                      f"{len(so_far)} generations; under {100 * t:.0f}% "
+                      f"{under_from(so_far, t, g0)}")  # fmt: skip
         print("figure:", out)
         return None
     info = common.machine()

@@ -334,7 +334,8 @@ def test_the_benchmarks_phases_split_a_kept_recording_and_weigh_back_to_the_whol
 
 def test_the_benchmarks_figure_by_generation_draws_each_generations_share(tmp_path):
     # Seed 1's kept run, one panel: a share per generation, each in [0, 1), lower on average
-    # with playing ahead, and weighted by rank time they give the whole run's share.
+    # with playing ahead, and weighted by rank time they give the whole run's share; the
+    # run so far is the share of its first generations.
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root / "benchmarks"))
     import ga_scaling
@@ -354,4 +355,23 @@ def test_the_benchmarks_figure_by_generation_draws_each_generations_share(tmp_pa
     whole = ga_scaling.idle_share([row[1:3] for row in proj["ahead"][128]])
     rank_s = np.array([row[2] for row in proj["ahead"][128]])
     assert np.sum(idle["ahead"][128] * rank_s) / rank_s.sum() == pytest.approx(whole)
+    # the run so far: the share of its first k generations, ending at the whole run's
+    rows = proj["ahead"][128]
+    for k in (1, G // 2, G):
+        first_k = ga_scaling.idle_share([row[1:3] for row in rows[:k]])
+        assert idle["so far"][128][k - 1] == pytest.approx(first_k)
+    assert idle["so far"][128][-1] == pytest.approx(whole)
     assert np.mean(idle["ahead"][128]) < np.mean(idle["dynamic"][128])
+
+
+def test_where_a_runs_share_so_far_stays_under_a_target():
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import ga_scaling
+
+    under = ga_scaling.under_from
+    assert under(np.array([0.3, 0.12, 0.09, 0.08]), 0.10) == "from generation 2 on"
+    assert under(np.array([0.3, 0.12, 0.09, 0.08]), 0.10, g0=45) == "from generation 47 on"
+    assert under(np.array([0.05, 0.12, 0.09, 0.11]), 0.10) == "not at the end"
+    assert under(np.array([0.05, 0.04]), 0.10) == "from generation 0 on"
+    assert under(np.array([0.3]), 0.10) == "not at the end"
