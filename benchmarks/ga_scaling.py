@@ -53,9 +53,12 @@ that latency, or as measured here if more. Prints the machine and a markdown tab
 benchmarks/results/ga_scaling_costs.npz and the figure to runs/benchmarks/ga_scaling.png
 (``--out PATH`` elsewhere).
 
-``--by-generation [LABEL=]COSTS ...`` only draws, one panel per kept recording, each
+``--by-generation [LABEL=]COSTS[+COSTS...] ...`` only draws, one panel per run, each
 generation's projected idle share at 63 and 128 ranks, self-scheduled with and without
-playing ahead, and its best fitness (``ga_scaling_generations.png``; docs/benchmarks.md).
+playing ahead, the share of the run so far, and its best fitness
+(``ga_scaling_generations.png``; docs/benchmarks.md), and prints each run's share, over
+all of it, before its first positive best fitness and from it. A run's recordings joined
+by ``+`` are stretches of it, a later one recorded ``--start`` from its checkpoint.
 
 ``--start CHECKPOINT`` records generations that go on from a PrunedGA checkpoint of
 BipedalWalker-v3 instead (its settings and genome replace the flags): late in a run, where
@@ -131,6 +134,18 @@ def worker(args) -> None:
         predicted.append(costs.copy()) or parents.append(opt.parents.copy()) or plain(costs)
     )
 
+    # The cost of one fetch from the shared counter with every rank fetching at once, and
+    # of making an env; measured first, so that each generation's save is complete.
+    mpi.barrier()
+    t = time.perf_counter()
+    fetched = sum(1 for _ in mpi.shared_counter().take(2000 * n))
+    fetch_s = max(mpi.allgather_object((time.perf_counter() - t) / max(fetched, 1)))
+    t = time.perf_counter()
+    for _ in range(10):
+        Game("BipedalWalker-v3").close()
+    make_s = (time.perf_counter() - t) / 10
+    t0 = time.perf_counter()
+
     def record(row):
         rec["steps"].append(agent.unit_steps.copy())
         rec["seconds"].append(agent.unit_seconds.copy())
@@ -140,8 +155,23 @@ def worker(args) -> None:
         rec["fit"].append([row["charts/best_fitness"], row["charts/mean_fitness"]])
         rec["select"].append(selecting[0])
         selecting[0] = 0.0
+        if mpi.is_root():  # after every generation, atomically: a run cut short keeps them
+            started = time.perf_counter() - t0 - row["time/elapsed_s"]  # to the first step
+            arrays = dict(predicted=predicted, parents=parents, **rec)
+            part = Path(f"{args.record}.part")
+            with open(part, "wb") as f:
+                np.savez(
+                    f,
+                    **{k: np.array(v) for k, v in arrays.items()},
+                    ranks_count=n,
+                    fetch_s=fetch_s,
+                    make_s=make_s,
+                    started_s=started,
+                    first_generation=first_generation,
+                    steps_before=steps_before,
+                )
+            os.replace(part, args.record)
 
-    t0 = time.perf_counter()
     limit = (
         dict(minutes=args.run_minutes)
         if args.run_minutes
@@ -150,30 +180,6 @@ def worker(args) -> None:
     if args.log_dir:
         limit["checkpoint_path"] = Path(args.log_dir) / "checkpoint.npz"
     agent.train(**limit, callback=record)
-    started = time.perf_counter() - t0 - rec["wall"][-1]  # construction to the first step
-    # The cost of one fetch from the shared counter with every rank fetching at once.
-    mpi.barrier()
-    t = time.perf_counter()
-    fetched = sum(1 for _ in mpi.shared_counter().take(2000 * n))
-    fetch_s = (time.perf_counter() - t) / max(fetched, 1)
-    t = time.perf_counter()
-    for _ in range(10):
-        Game("BipedalWalker-v3").close()
-    make_s = (time.perf_counter() - t) / 10
-    fetch = mpi.gather_object(fetch_s)
-    if mpi.is_root():
-        np.savez(
-            args.record,
-            predicted=np.array(predicted),
-            parents=np.array(parents),
-            **{k: np.array(v) for k, v in rec.items()},
-            ranks_count=n,
-            fetch_s=max(fetch),
-            make_s=make_s,
-            started_s=started,
-            first_generation=first_generation,
-            steps_before=steps_before,
-        )
 
 
 # ---------------------------------------------------------------- the projection
@@ -613,36 +619,86 @@ def plot(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-def by_generation(costs: dict, ranks: tuple = (63, 128)) -> dict:
+def by_generation(stretches: list, ranks: tuple = (63, 128)) -> dict:
     """Each recorded generation's projected idle share (138 x 8 or whatever was recorded),
-    self-scheduled without and with playing ahead: {"dynamic" | "ahead": {n: float64 (G,)}}.
-    A generation's share under playing ahead is that of its window (:func:`project`).
-    Also "so far": {n: float64 (G,)}, with playing ahead, the share of the run's rank time
-    up to and including each generation: what a run stopped there would have left idle."""
-    costs = dict(costs, fetch_s=float(costs["fetch_s"]))
-    P, E = costs["steps"].shape[1:]
-    proj = project(costs, P, E, float(np.median(costs["select"])), list(ranks))
-    out = {s: {n: generation_shares(proj[s][n]) for n in ranks} for s in ("dynamic", "ahead")}
-    cumulative = {n: np.cumsum([row[1:3] for row in proj["ahead"][n]], axis=0) for n in ranks}
-    return out | {"so far": {n: 1 - c[:, 0] / c[:, 1] for n, c in cumulative.items()}}
+    self-scheduled without and with playing ahead: {"dynamic" | "ahead": {n: float64 (G,)}},
+    over ``stretches``, recordings of one run one after another (a later one recorded
+    ``--start`` from a checkpoint of it; generations between them not recorded are left
+    out, and nothing is played ahead across such a gap). A generation's share under playing
+    ahead is that of its window (:func:`project`). Also "so far": {n: float64 (G,)}, with
+    playing ahead, the share of the run's recorded rank time up to and including each
+    generation (what a run stopped there would have left idle), "rank_s": {split: {n:
+    float64 (G,)}}, each generation's rank seconds (its share's weight), "generation":
+    int64 (G,), their numbers, and "best": float64 (G,), their best fitness."""
+    out = {"dynamic": {}, "ahead": {}, "rank_s": {"dynamic": {}, "ahead": {}}, "so far": {}}
+    rows = {s: {n: [] for n in ranks} for s in ("dynamic", "ahead")}
+    for costs in stretches:
+        costs = dict(costs, fetch_s=float(costs["fetch_s"]))
+        P, E = costs["steps"].shape[1:]
+        proj = project(costs, P, E, float(np.median(costs["select"])), list(ranks))
+        for s in rows:
+            for n in ranks:
+                rows[s][n] += proj[s][n]
+    for s in rows:
+        for n in ranks:
+            out[s][n] = generation_shares(rows[s][n])
+            out["rank_s"][s][n] = np.array([row[2] for row in rows[s][n]])
+    for n in ranks:
+        cumulative = np.cumsum([row[1:3] for row in rows["ahead"][n]], axis=0)
+        out["so far"][n] = 1 - cumulative[:, 0] / cumulative[:, 1]
+    out["generation"] = np.concatenate(
+        [int(c.get("first_generation", 0)) + np.arange(len(c["steps"])) for c in stretches]
+    )
+    out["best"] = np.concatenate([c["fit"][:, 0] for c in stretches])
+    return out
 
 
-def under_from(so_far: np.ndarray, target: float, g0: int = 0) -> str:
+def under_from(so_far: np.ndarray, target: float, generation: np.ndarray) -> str:
     """Words for where a run's share so far (:func:`by_generation`'s "so far") stays under
-    ``target`` to the end: "from generation G on" (``g0``: the first one's number), or
+    ``target`` to the end: "from generation G on" (``generation``: their numbers), or
     "not at the end"."""
     over = np.flatnonzero(so_far >= target)
     if len(over) and over[-1] == len(so_far) - 1:
         return "not at the end"
-    return f"from generation {g0 + (over[-1] + 1 if len(over) else 0)} on"
+    return f"from generation {generation[over[-1] + 1 if len(over) else 0]} on"
+
+
+def run_summary(idle: dict) -> list[str]:
+    """Lines that say, from :func:`by_generation`'s ``idle``, the share of generations above
+    each target, and the run's share with and without playing ahead, over all of it, before
+    its first positive best fitness and from it, and where the run so far stays under each
+    target."""
+    targets = ((63, 0.05), (128, 0.10))
+    above = [f"{100 * np.mean(idle[s][n] > t):.0f}%" for s in ("ahead", "dynamic")
+             for n, t in targets]  # fmt: skip
+    lines = [f"generations above the target, playing ahead 63 / 128 ranks {above[0]} / "
+             f"{above[1]}, without {above[2]} / {above[3]}"]  # fmt: skip
+    g, best = idle["generation"], idle["best"]
+    first = int(np.argmax(best > 0)) if np.any(best > 0) else len(g)
+    parts = {f"all ({g[0]}-{g[-1]}, {len(g)} recorded)": slice(0, len(g))}
+    if 0 < first < len(g):
+        parts[f"before a positive best ({g[0]}-{g[first - 1]})"] = slice(0, first)
+        parts[f"from it ({g[first]}-{g[-1]})"] = slice(first, len(g))
+    for name, w in parts.items():
+        cells = []
+        for s in ("ahead", "dynamic"):
+            for n, _ in targets:
+                weight = idle["rank_s"][s][n][w]
+                cells.append(f"{100 * np.sum(idle[s][n][w] * weight) / weight.sum():.1f}%")
+        lines.append(f"{name}: playing ahead {cells[0]} / {cells[1]}, without {cells[2]} / "
+                     f"{cells[3]} (63 / 128 ranks)")  # fmt: skip
+    for n, t in targets:
+        lines.append(f"the run so far at {n} ranks: under {100 * t:.0f}% "
+                     f"{under_from(idle['so far'][n], t, g)}")  # fmt: skip
+    return lines
 
 
 def plot_generations(recordings: dict, path: Path) -> dict:
-    """One panel per recording ({label: costs}): each generation's projected idle share at
-    63 and 128 ranks, self-scheduled with playing ahead (PrunedGA) and without, the share of
-    the run so far at 128 ranks, against the targets, and the generation's best fitness on
-    a second axis. Returns the shares drawn,
-    {label: :func:`by_generation`}."""
+    """One panel per recording ({label: list of stretches, as :func:`by_generation` takes}):
+    each generation's projected idle share at 63 and 128 ranks, self-scheduled with playing
+    ahead (PrunedGA) and without, the share of the run so far at 128 ranks, against the
+    targets, and the generation's best fitness on a second axis; generations not recorded
+    are shaded. Returns the shares drawn, {label: :func:`by_generation`}."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -651,22 +707,32 @@ def plot_generations(recordings: dict, path: Path) -> dict:
     fig, axes = plt.subplots(len(recordings), 1, figsize=(10, 2.6 * len(recordings)),
                              squeeze=False)  # fmt: skip
     shares = {}
-    for ax, (label, costs) in zip(axes[:, 0], recordings.items(), strict=True):
-        shares[label] = idle = by_generation(costs)
-        g0 = int(costs.get("first_generation", 0))
-        x = g0 + np.arange(len(costs["steps"]))
-        ax.plot(x, 100 * idle["ahead"][128], "-o", ms=3, c="tab:blue",
+    for ax, (label, stretches) in zip(axes[:, 0], recordings.items(), strict=True):
+        shares[label] = idle = by_generation(stretches)
+        x = np.arange(idle["generation"][0], idle["generation"][-1] + 1)
+        at = idle["generation"] - x[0]
+
+        def full(v, at=at, x=x):  # NaN where a generation was not recorded: the line breaks
+            out = np.full(len(x), np.nan)
+            out[at] = v
+            return out
+
+        ax.plot(x, full(100 * idle["ahead"][128]), "-o", ms=3, c="tab:blue",
                 label="128 ranks, playing ahead (PrunedGA)")  # fmt: skip
-        ax.plot(x, 100 * idle["dynamic"][128], "--", c="tab:grey", label="128 ranks, without")
-        ax.plot(x, 100 * idle["ahead"][63], "-", c="tab:cyan", label="63 ranks, playing ahead")
-        ax.plot(x, 100 * idle["so far"][128], "-", lw=2.2, c="tab:purple",
+        ax.plot(x, full(100 * idle["dynamic"][128]), "--", c="tab:grey",
+                label="128 ranks, without")  # fmt: skip
+        ax.plot(x, full(100 * idle["ahead"][63]), "-", c="tab:cyan",
+                label="63 ranks, playing ahead")  # fmt: skip
+        ax.plot(x, full(100 * idle["so far"][128]), "-", lw=2.2, c="tab:purple",
                 label="128 ranks, playing ahead, the run so far")  # fmt: skip
+        for g in x[np.isnan(full(idle["best"]))]:
+            ax.axvspan(g - 0.5, g + 0.5, color="0.9", lw=0)
         for target, c in ((10, "tab:red"), (5, "tab:orange")):
             ax.axhline(target, c=c, lw=0.8, ls=":")
         ax.set(ylabel="% of rank time idle", ylim=(0, 100), xlim=(x[0] - 0.5, x[-1] + 0.5))
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)
-        best = costs["fit"][:, 0]
+        best = full(idle["best"])
         fit = ax.twinx()
         fit.plot(x, best, c="tab:green", lw=1.2, label="best fitness (right)")
         fit.axhline(0, c="tab:green", lw=0.5, ls=":")
@@ -676,7 +742,8 @@ def plot_generations(recordings: dict, path: Path) -> dict:
         lines = ax.get_lines()[:4] + fit.get_lines()[:1]
     axes[0, 0].legend(lines, [line.get_label() for line in lines], fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("generation (the green line: the first positive best fitness; "
-                           "dotted: the targets, 10% at 128 ranks, 5% at 63)")  # fmt: skip
+                           "dotted: the targets, 10% at 128 ranks, 5% at 63; shaded: not "
+                           "recorded)")  # fmt: skip
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
@@ -719,8 +786,9 @@ def main() -> None:
     p.add_argument(
         "--by-generation",
         nargs="+",
-        metavar="[LABEL=]COSTS",
-        help="only draw each recording's idle share per generation, one panel each, to "
+        metavar="[LABEL=]COSTS[+COSTS...]",
+        help="only draw each run's idle share per generation, one panel each (a run's "
+        "recordings joined by +, the later ones --start from it), and print its share, to "
         "runs/benchmarks/ga_scaling_generations.png (--docs: docs/figures/; or --out PATH)",
     )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -736,23 +804,16 @@ def main() -> None:
 
     if args.by_generation:
         recordings = {}
-        for spec in args.by_generation:
-            label, _, path = spec.rpartition("=")
-            recordings[label or path] = dict(np.load(path))
+        for spec in args.by_generation:  # LABEL=A.npz or LABEL=A.npz+B.npz (one run's)
+            label, _, paths = spec.rpartition("=")
+            recordings[label or paths] = [dict(np.load(p)) for p in paths.split("+")]
         out = common.figure_path(args, "ga_scaling_generations.png")
         if out == common.FIGURES / FIGURE:  # --out not given: not over the main figure
             out = common.FIGURES / "ga_scaling_generations.png"
         for label, idle in plot_generations(recordings, out).items():
-            cells = [f"{100 * np.mean(idle[s][n] > t):.0f}%" for s in ("ahead", "dynamic")
-                     for n, t in ((63, 0.05), (128, 0.10))]  # fmt: skip
-            print(f"{label}: generations above the target, playing ahead 63 / 128 ranks "
-                  f"{cells[0]} / {cells[1]}, without {cells[2]} / {cells[3]}")  # fmt: skip
-            g0 = int(recordings[label].get("first_generation", 0))
-            for n, t in ((63, 0.05), (128, 0.10)):
-                so_far = idle["so far"][n]
-                print(f"  the run so far at {n} ranks: {100 * so_far[-1]:.1f}% over its "
-                      f"{len(so_far)} generations; under {100 * t:.0f}% "
-                      f"{under_from(so_far, t, g0)}")  # fmt: skip
+            print(label)
+            for line in run_summary(idle):
+                print("  " + line)
         print("figure:", out)
         return None
     info = common.machine()
@@ -785,7 +846,9 @@ def main() -> None:
             flags = [__file__, "--worker", "--mode", mode, "--record", str(path), *settings]
             if name == "dynamic":  # its log and checkpoint: --start goes on from them
                 flags += ["--log-dir", str(common.RESULTS / f"{stem}_run")]
-            common.mpirun(n, [*flags, *limit], timeout=3600)
+            # an hour, and the recorded run's limit on top: its last generation may run long
+            extra = 60 * args.minutes if name == "dynamic" else 0
+            common.mpirun(n, [*flags, *limit], timeout=3600 + extra)
             runs[name] = dict(np.load(path))
             print(f"recorded {name} ({n} rank(s)): {len(runs[name]['wall'])} generations",
                   flush=True)  # fmt: skip

@@ -342,7 +342,7 @@ def test_the_benchmarks_figure_by_generation_draws_each_generations_share(tmp_pa
 
     costs = dict(np.load(root / "docs" / "figures" / "ga_scaling_signedrun1_costs.npz"))
     out = tmp_path / "by_generation.png"
-    shares = ga_scaling.plot_generations({"seed 1": costs}, out)
+    shares = ga_scaling.plot_generations({"seed 1": [costs]}, out)
     assert out.stat().st_size > 10_000
     idle = shares["seed 1"]
     G = len(costs["steps"])
@@ -370,8 +370,46 @@ def test_where_a_runs_share_so_far_stays_under_a_target():
     import ga_scaling
 
     under = ga_scaling.under_from
-    assert under(np.array([0.3, 0.12, 0.09, 0.08]), 0.10) == "from generation 2 on"
-    assert under(np.array([0.3, 0.12, 0.09, 0.08]), 0.10, g0=45) == "from generation 47 on"
-    assert under(np.array([0.05, 0.12, 0.09, 0.11]), 0.10) == "not at the end"
-    assert under(np.array([0.05, 0.04]), 0.10) == "from generation 0 on"
-    assert under(np.array([0.3]), 0.10) == "not at the end"
+    run = np.array([0.3, 0.12, 0.09, 0.08])
+    assert under(run, 0.10, np.arange(4)) == "from generation 2 on"
+    assert under(run, 0.10, np.array([0, 1, 45, 46])) == "from generation 45 on"
+    assert under(np.array([0.05, 0.12, 0.09, 0.11]), 0.10, np.arange(4)) == "not at the end"
+    assert under(np.array([0.05, 0.04]), 0.10, np.arange(2)) == "from generation 0 on"
+    assert under(np.array([0.3]), 0.10, np.arange(1)) == "not at the end"
+
+
+def test_the_benchmarks_figure_joins_stretches_of_one_run_recorded_one_after_another(tmp_path):
+    # Seed 1's kept run cut in two as a --start recording would hold it (the second knows
+    # the steps of the generation before it), and again with generations 8-9 not recorded
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import ga_scaling
+
+    costs = dict(np.load(root / "docs" / "figures" / "ga_scaling_signedrun1_costs.npz"))
+    G = len(costs["steps"])
+
+    def stretch(a, b):
+        part = {k: v[a:b] if np.ndim(v) and len(v) == G else v for k, v in costs.items()}
+        return part | dict(first_generation=a, steps_before=costs["steps"][a - 1] if a else 0)
+
+    whole = ga_scaling.by_generation([costs])
+    cut = ga_scaling.by_generation([stretch(0, 8), stretch(8, G)])
+    gap = ga_scaling.by_generation([stretch(0, 8), stretch(10, G)])
+    assert np.array_equal(cut["generation"], np.arange(G))
+    assert np.array_equal(gap["generation"], np.r_[0:8, 10:G])
+    for n in (63, 128):  # without playing ahead, generations do not depend on each other
+        assert cut["dynamic"][n] == pytest.approx(whole["dynamic"][n])
+        assert gap["dynamic"][n] == pytest.approx(np.r_[whole["dynamic"][n][:8],
+                                                        whole["dynamic"][n][10:]])  # fmt: skip
+        # playing ahead: the same before the cut, where nothing is played across it
+        assert cut["ahead"][n][:7] == pytest.approx(whole["ahead"][n][:7])
+        assert np.all((cut["ahead"][n] >= 0) & (cut["ahead"][n] < 1))
+        rank_s = cut["rank_s"]["ahead"][n]
+        work = (1 - cut["ahead"][n]) * rank_s
+        assert cut["so far"][n][-1] == pytest.approx(1 - work.sum() / rank_s.sum())
+    lines = ga_scaling.run_summary(gap)
+    assert lines[1].startswith(f"all (0-{G - 1}, {G - 2} recorded)")
+    assert any(line.startswith("the run so far at 128 ranks") for line in lines)
+    out = tmp_path / "stretches.png"
+    ga_scaling.plot_generations({"seed 1, cut": [stretch(0, 8), stretch(10, G)]}, out)
+    assert out.stat().st_size > 10_000
