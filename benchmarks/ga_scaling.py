@@ -653,14 +653,14 @@ def by_generation(stretches: list, ranks: tuple = (63, 128)) -> dict:
     return out
 
 
-def under_from(so_far: np.ndarray, target: float, generation: np.ndarray) -> str:
-    """Words for where a run's share so far (:func:`by_generation`'s "so far") stays under
-    ``target`` to the end: "from generation G on" (``generation``: their numbers), or
-    "not at the end"."""
+def under_from(so_far: np.ndarray, target: float, generation: np.ndarray) -> int | None:
+    """The first generation from which a run's share so far (:func:`by_generation`'s "so
+    far") stays under ``target`` to the end (``generation``: their numbers), or None if it
+    ends above it."""
     over = np.flatnonzero(so_far >= target)
     if len(over) and over[-1] == len(so_far) - 1:
-        return "not at the end"
-    return f"from generation {generation[over[-1] + 1 if len(over) else 0]} on"
+        return None
+    return int(generation[over[-1] + 1 if len(over) else 0])
 
 
 def run_summary(idle: dict) -> list[str]:
@@ -688,8 +688,9 @@ def run_summary(idle: dict) -> list[str]:
         lines.append(f"{name}: playing ahead {cells[0]} / {cells[1]}, without {cells[2]} / "
                      f"{cells[3]} (63 / 128 ranks)")  # fmt: skip
     for n, t in targets:
-        lines.append(f"the run so far at {n} ranks: under {100 * t:.0f}% "
-                     f"{under_from(idle['so far'][n], t, g)}")  # fmt: skip
+        since = under_from(idle["so far"][n], t, g)
+        where = f"from generation {since} on" if since is not None else "not at its end"
+        lines.append(f"the run so far at {n} ranks: under {100 * t:.0f}% {where}")
     return lines
 
 

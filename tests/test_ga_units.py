@@ -371,11 +371,11 @@ def test_where_a_runs_share_so_far_stays_under_a_target():
 
     under = ga_scaling.under_from
     run = np.array([0.3, 0.12, 0.09, 0.08])
-    assert under(run, 0.10, np.arange(4)) == "from generation 2 on"
-    assert under(run, 0.10, np.array([0, 1, 45, 46])) == "from generation 45 on"
-    assert under(np.array([0.05, 0.12, 0.09, 0.11]), 0.10, np.arange(4)) == "not at the end"
-    assert under(np.array([0.05, 0.04]), 0.10, np.arange(2)) == "from generation 0 on"
-    assert under(np.array([0.3]), 0.10, np.arange(1)) == "not at the end"
+    assert under(run, 0.10, np.arange(4)) == 2
+    assert under(run, 0.10, np.array([0, 1, 45, 46])) == 45
+    assert under(np.array([0.05, 0.12, 0.09, 0.11]), 0.10, np.arange(4)) is None
+    assert under(np.array([0.05, 0.04]), 0.10, np.arange(2)) == 0
+    assert under(np.array([0.3]), 0.10, np.arange(1)) is None
 
 
 def test_the_benchmarks_figure_joins_stretches_of_one_run_recorded_one_after_another(tmp_path):
