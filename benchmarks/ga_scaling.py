@@ -62,8 +62,9 @@ by ``+`` are stretches of it, a later one recorded ``--start`` from its checkpoi
 
 ``--start CHECKPOINT`` records generations that go on from a PrunedGA checkpoint of
 BipedalWalker-v3 instead (its settings and genome replace the flags): late in a run, where
-walkers walk, with the genome it trained. The recorded 2-rank run keeps its log and
-checkpoint (every 5 generations and at the end) in benchmarks/results/ga_scaling{TAG}_run/,
+walkers walk, with the genome it trained. Each run's recording is written after every
+generation, so a run cut short keeps what it recorded. The recorded 2-rank run keeps its log
+and checkpoint (every 5 generations and at the end) in benchmarks/results/ga_scaling{TAG}_run/,
 so ``--start benchmarks/results/ga_scaling{TAG}_run/checkpoint.npz`` goes on from where a
 recording stopped. ``--tag TAG`` names the results ga_scaling{TAG}.json and
 ga_scaling{TAG}_*.npz, so the documented ones are kept.
