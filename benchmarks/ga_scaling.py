@@ -94,13 +94,13 @@ STAND_STEPS = 400  # the predictors' reference rows: an episode longer than this
 
 
 def worker(args) -> None:
-    from pgmpi import PrunedGA, mpi, schedule
+    from pgmpi import PrunedGA, checkpoint, mpi, schedule
     from pgmpi.envs import Game
 
     # the recorded run keeps a log and a checkpoint, so that --start can go on from it
-    run = dict(quiet=True, log_dir=args.log_dir, overwrite=True) if args.log_dir else {}
+    run = dict(quiet=True) | (dict(log_dir=args.log_dir, overwrite=True) if args.log_dir else {})
     if args.start:  # go on from a checkpoint: late generations of a real run
-        agent = PrunedGA.load(args.start, **(run or dict(quiet=True)))
+        agent = PrunedGA.load(args.start, **run)
     else:
         agent = PrunedGA(
             env="BipedalWalker-v3",
@@ -109,7 +109,7 @@ def worker(args) -> None:
             population_size=args.population_size,
             episodes_per_individual=args.episodes_per_individual,
             seed=args.seed,
-            **(run or dict(quiet=True)),
+            **run,
         )
     first_generation, steps_before = agent.generation, agent.unit_steps.copy()
     me, n = mpi.rank(), mpi.size()
@@ -156,22 +156,19 @@ def worker(args) -> None:
         rec["fit"].append([row["charts/best_fitness"], row["charts/mean_fitness"]])
         rec["select"].append(selecting[0])
         selecting[0] = 0.0
-        if mpi.is_root():  # after every generation, atomically: a run cut short keeps them
-            started = time.perf_counter() - t0 - row["time/elapsed_s"]  # to the first step
-            arrays = dict(predicted=predicted, parents=parents, **rec)
-            part = Path(f"{args.record}.part")
-            with open(part, "wb") as f:
-                np.savez(
-                    f,
-                    **{k: np.array(v) for k, v in arrays.items()},
-                    ranks_count=n,
-                    fetch_s=fetch_s,
-                    make_s=make_s,
-                    started_s=started,
-                    first_generation=first_generation,
-                    steps_before=steps_before,
-                )
-            os.replace(part, args.record)
+        # after every generation, atomically (a checkpoint's write, collective): a run cut
+        # short keeps what it recorded
+        started = time.perf_counter() - t0 - row["time/elapsed_s"]  # to the first step
+        arrays = dict(predicted=predicted, parents=parents, **rec)
+        arrays = {k: np.array(v) for k, v in arrays.items()} | dict(
+            ranks_count=n,
+            fetch_s=fetch_s,
+            make_s=make_s,
+            started_s=started,
+            first_generation=first_generation,
+            steps_before=steps_before,
+        )
+        checkpoint.save(args.record, arrays, dict(recording="benchmarks/ga_scaling.py"))
 
     limit = (
         dict(minutes=args.run_minutes)
