@@ -724,14 +724,14 @@ def plot_generations(recordings: dict, path: Path) -> dict:
                 label="63 ranks, playing ahead")  # fmt: skip
         ax.plot(x, full(100 * idle["so far"][128]), "-", lw=2.2, c="tab:purple",
                 label="128 ranks, playing ahead, the run so far")  # fmt: skip
-        for g in x[np.isnan(full(idle["best"]))]:
+        best = full(idle["best"])
+        for g in x[np.isnan(best)]:
             ax.axvspan(g - 0.5, g + 0.5, color="0.9", lw=0)
         for target, c in ((10, "tab:red"), (5, "tab:orange")):
             ax.axhline(target, c=c, lw=0.8, ls=":")
         ax.set(ylabel="% of rank time idle", ylim=(0, 100), xlim=(x[0] - 0.5, x[-1] + 0.5))
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)
-        best = full(idle["best"])
         fit = ax.twinx()
         fit.plot(x, best, c="tab:green", lw=1.2, label="best fitness (right)")
         fit.axhline(0, c="tab:green", lw=0.5, ls=":")
