@@ -2,8 +2,11 @@
 by side: ``python -m pgmpi.plot RUN RUN ... [--x X] [--out FILE.png]``, or one run's
 timeline: ``python -m pgmpi.plot --timeline LOG_DIR [--out FILE.png] [--last N]``.
 
-The first draws every ``charts/`` column of ``progress.csv`` against the episode (or
-generation) count, or ``--x``, one panel each (default ``LOG_DIR/progress.png``). The
+The first draws what a reader looks for, against agent steps (minutes of training along
+the top), or ``--x``: the return on the game's own scale (Pong: -21 to +21, 0 marked;
+ParallelPG's mean of the last 100 games, PrunedGA's best fitness), then the speed in agent
+steps per second, then every other ``charts/`` column that changes; the title names those
+that do not (default ``LOG_DIR/progress.png``). The
 second draws the main curves of several runs on one figure, one line per run labelled by
 its folder name (default ``compare.png`` in the current folder): for ParallelPG the mean
 return of the last 100 games and the running reward, for PrunedGA the best and the mean
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import sys
 from pathlib import Path
@@ -147,35 +151,154 @@ def _pyplot():
     return plt
 
 
+# A game's own score range, by a word of its env id: the return panel is drawn on it.
+GAME_SCALES = {"Pong": (-21.0, 21.0), "CartPole": (0.0, 500.0)}
+RETURNS = {  # the return panel's lines, by algorithm: (column, legend, line width)
+    "charts/mean_return_100": [
+        ("charts/mean_return_100", "mean of the last 100 games", 2.0),
+        ("charts/running_reward", "running reward (the post's)", 1.0),
+    ],
+    "charts/best_fitness": [
+        ("charts/best_fitness", "best fitness", 2.0),
+        ("charts/elite_mean_fitness", "elites' mean fitness", 1.0),
+        ("charts/mean_fitness", "mean fitness", 1.0),
+    ],
+}
+SPEED = "perf/steps_per_s"
+
+
+def game_scale(log_dir: Path) -> tuple[str | None, tuple[float, float] | None]:
+    """The run's env id (from ``config.json``, None if unreadable) and its score range, if
+    ``GAME_SCALES`` knows the game."""
+    try:
+        env = json.loads((log_dir / "config.json").read_text()).get("env")
+    except (OSError, ValueError, AttributeError):
+        return None, None
+    env = env if isinstance(env, str) else None
+    for word, scale in GAME_SCALES.items():
+        if env and word in env:
+            return env, scale
+    return env, None
+
+
+def constant(values: list[float]) -> float | None:
+    """The one value of a column whose finite values are all equal (NaN if it has none),
+    else None."""
+    finite = {v for v in values if not math.isnan(v)}
+    if len(finite) > 1:
+        return None
+    return finite.pop() if finite else math.nan
+
+
+def _short(value: float) -> str:
+    return f"{value:g}" if not math.isnan(value) else "empty"
+
+
 def plot(log_dir: str | Path, out: str | Path | None = None, x: str | None = None) -> Path:
-    """Save a PNG of ``log_dir/progress.csv``'s ``charts/`` columns, one panel each, against
-    ``x`` (an ``X_AXES`` key; default episodes, or generations for a GA); returns its path.
+    """Save a PNG of one run (``log_dir/progress.csv``); returns its path.
+
+    The first panel is what a reader looks for: the return (ParallelPG: the mean of the last
+    100 games and the running reward; PrunedGA: the best, elite and mean fitness), on the
+    game's own scale where :data:`GAME_SCALES` knows it (Pong: -21 to +21, with 0 marked).
+    The second is the speed, agent steps per second over all ranks. Every other ``charts/``
+    column follows, one panel each, except those that never change: their value is said in
+    the title instead. The x axis is ``x`` (an ``X_AXES`` key; default agent steps), with
+    minutes of training along the top when it is agent steps.
 
     Raises:
-        PlotError: see :func:`read_progress` and :func:`x_values`; or ``out`` is a folder or
-            cannot be written.
+        PlotError: see :func:`read_progress` and :func:`x_values`; or the run has no
+            ``charts/`` column; or ``out`` is a folder or cannot be written.
     """
     log_dir = Path(log_dir)
     out = Path(out) if out else log_dir / "progress.png"
     _check_out(out)
     columns = read_progress(log_dir)
-    x = x or ("episodes" if "episodes" in columns else "generation")
+    x = x or ("steps" if "steps" in columns else "generation")
     xs = x_values(columns, x, log_dir)
     charts = [k for k in columns if k.startswith("charts/")]
     if not charts:
         raise PlotError(f"{str(log_dir / 'progress.csv')!r} has no charts/ columns")
+    main = next((k for k in RETURNS if k in columns), None)
+    lines = [line for line in RETURNS.get(main, []) if line[0] in columns]
+    drawn = {line[0] for line in lines}
+    constants, panels = [], []
+    for key in [k for k in charts if k not in drawn] + ([SPEED] if SPEED in columns else []):
+        value = constant(columns[key])
+        if value is None:
+            panels.append(key)
+        else:
+            constants.append(f"{_label(key)} {_short(value)}")
+    if SPEED in panels:  # the speed comes second, right under the return
+        panels.remove(SPEED)
+        panels.insert(0, SPEED)
+    env, scale = game_scale(log_dir)
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    n = (1 if lines else 0) + len(panels)
+    heights = ([2.0] if lines else []) + [1.0] * len(panels)
     fig, axes = plt.subplots(
-        len(charts), 1, figsize=(7, 2.4 * len(charts)), sharex=True, squeeze=False
-    )
-    for ax, key in zip(axes[:, 0], charts, strict=True):
-        ax.plot(xs, columns[key])
-        ax.set_ylabel(key.removeprefix("charts/").replace("_", " "))
+        max(n, 1), 1, figsize=(7, 1.4 + 1.9 * sum(heights)), sharex=True, squeeze=False,
+        gridspec_kw={"height_ratios": heights or [1.0]},
+    )  # fmt: skip
+    axes = list(axes[:, 0])
+    if lines:
+        ax = axes[0]
+        for key, label, width in lines:
+            ax.plot(xs, columns[key], lw=width, label=label)
+        if scale is not None:
+            low, high = scale
+            pad = 0.04 * (high - low)
+            ax.set_ylim(low - pad, high + pad)
+            if low < 0 < high:
+                ax.axhline(0, color="black", lw=0.8, ls="--")
+        ax.set_ylabel("return" if main == "charts/mean_return_100" else "fitness")
+        ax.legend(loc="upper left", fontsize=8, frameon=False)
+    for ax, key in zip(axes[1 if lines else 0 :], panels, strict=True):
+        ax.plot(xs, columns[key], lw=1.2)
+        ax.set_ylabel(_label(key), fontsize=8)
+    for ax in axes:
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel(X_AXES[x][1])
-    axes[0, 0].set_title(str(log_dir))
+    axes[-1].set_xlabel(X_AXES[x][1])
+    minutes = _minutes_axis(columns, xs, log_dir) if x == "steps" else None
+    if minutes is not None:
+        top = axes[0].secondary_xaxis("top", functions=minutes)
+        top.set_xlabel("minutes of training", fontsize=8)
+        top.xaxis.set_major_locator(MaxNLocator(6))
+    title = f"{log_dir}" + (f" ({env})" if env else "")
+    if constants:
+        title += "\nconstant: " + ", ".join(constants)
+    axes[0].set_title(title, fontsize=9, pad=20 if minutes is not None else 6)
     fig.tight_layout()
     return _save(fig, out)
+
+
+LABELS = {  # panel labels that the column name alone would not make clear
+    SPEED: "agent steps per s",
+    "charts/mean_return": "return, this update's games",
+    "charts/mean_length": "length, this update's games",
+    "charts/games": "games per update",
+}
+
+
+def _label(key: str) -> str:
+    return LABELS.get(key) or key.split("/", 1)[1].replace("_", " ")
+
+
+def _minutes_axis(columns, steps: list[float], where: Path):
+    """Functions that turn agent steps into minutes of training and back, by interpolating
+    between the run's rows; None where the run has no time column or too few rows."""
+    import numpy as np
+
+    if "time/elapsed_s" not in columns:
+        return None
+    minutes = np.asarray(x_values(columns, "minutes", where), dtype=float)
+    steps = np.asarray(steps, dtype=float)
+    keep = ~(np.isnan(minutes) | np.isnan(steps))
+    minutes, steps = minutes[keep], steps[keep]
+    if len(steps) < 2 or np.any(np.diff(steps) <= 0) or np.any(np.diff(minutes) < 0):
+        return None
+    return (lambda s: np.interp(s, steps, minutes), lambda m: np.interp(m, minutes, steps))
 
 
 def compare(runs: list[str | Path], out: str | Path | None = None, x: str | None = None) -> Path:
@@ -254,7 +377,8 @@ def main() -> None:
         type=Path,
         nargs="*",
         metavar="RUN",
-        help="log dir(s) holding progress.csv: one draws its every chart, several are compared",
+        help="log dir(s) holding progress.csv: one draws its return, speed and other charts, "
+        "several are compared",
     )
     p.add_argument(
         "--timeline", type=Path, metavar="LOG_DIR", help="draw LOG_DIR/trace.csv instead"
@@ -268,7 +392,7 @@ def main() -> None:
     p.add_argument(
         "--x",
         choices=list(X_AXES),
-        help="x axis (one run: episodes, or generation for a GA; several: steps, or "
+        help="x axis (one run: steps, minutes along the top; several: steps, or "
         "generation if all are GAs, and minutes side by side)",
     )
     p.add_argument("--last", type=int, help="timeline: only the last N updates (all)")

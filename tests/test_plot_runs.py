@@ -2,6 +2,7 @@
 line (exit status 2) what is wrong with a run folder or an output path."""
 
 import csv
+import json
 import math
 import subprocess
 import sys
@@ -105,11 +106,66 @@ def test_pg_and_ga_runs_share_a_figure(tmp_path):
     assert plot.compare([ga], tmp_path / "ga.png", x="generation").stat().st_size > 20_000
 
 
-def test_one_run_still_draws_every_chart(tmp_path, monkeypatch, capsys):
+def drawn(monkeypatch, run, **kwargs):
+    """The figure ``plot.plot(run)`` would save, kept open to be read."""
+    figures = []
+    monkeypatch.setattr(plot, "_save", lambda fig, out: figures.append(fig) or out)
+    plot.plot(run, **kwargs)
+    return figures[0]
+
+
+def test_one_run_from_the_command_line(tmp_path, monkeypatch, capsys):
     run = write_pg_run(tmp_path / "run", rate=10)
     code, out, _ = run_main(monkeypatch, capsys, run)
     assert code == 0 and out.strip() == str(run / "progress.png")
-    assert (run / "progress.png").stat().st_size > 40_000  # six charts/ panels (~65 kB)
+    assert (run / "progress.png").stat().st_size > 20_000  # the return and two panels
+
+
+def test_one_pong_run_shows_the_score_on_pongs_scale_against_steps(tmp_path, monkeypatch):
+    """The first panel is the 100-game mean on -21..+21 with 0 marked, against agent steps
+    with minutes along the top; the speed comes next; a column that never changes (games
+    per update, here) is named in the title, not drawn."""
+    run = write_pg_run(tmp_path / "run", rate=0.01)
+    (run / "config.json").write_text(json.dumps({"env": "ALE/Pong-v5"}))
+    with open(run / "progress.csv") as f:  # the speed varies, as in a real run
+        rows = list(csv.DictReader(f))
+    for i, row in enumerate(rows):
+        row["perf/steps_per_s"] = 1000 + 10 * i
+    with open(run / "progress.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=PG_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    fig = drawn(monkeypatch, run)
+    first, speed = fig.axes[0], fig.axes[1]
+    low, high = first.get_ylim()
+    assert low < -21 < 21 < high and high - low < 50
+    assert any(list(line.get_ydata()) == [0, 0] for line in first.lines)  # 0 marked
+    assert [line.get_label() for line in first.lines[:2]] == [
+        "mean of the last 100 games",
+        "running reward (the post's)",
+    ]
+    assert first.get_title().startswith(f"{run} (ALE/Pong-v5)")
+    assert "games per update 10" in first.get_title()
+    assert speed.get_ylabel() == "agent steps per s"
+    assert fig.axes[-1].get_xlabel() == "agent steps (all ranks)"
+    assert [ax.get_xlabel() for ax in first.child_axes] == ["minutes of training"]  # on top
+    ylabels = [ax.get_ylabel() for ax in fig.axes]
+    assert "games per update" not in ylabels and "capped games" not in ylabels
+
+
+def test_constant_columns_and_game_scales(tmp_path):
+    assert plot.constant([1.0, math.nan, 1.0]) == 1.0
+    assert plot.constant([1.0, 2.0]) is None
+    assert math.isnan(plot.constant([math.nan]))
+    assert plot.game_scale(tmp_path) == (None, None)  # no config.json
+    (tmp_path / "config.json").write_text(json.dumps({"env": "CartPole-v1"}))
+    assert plot.game_scale(tmp_path) == ("CartPole-v1", (0.0, 500.0))
+
+
+def test_a_ga_run_draws_its_fitness(tmp_path, monkeypatch):
+    fig = drawn(monkeypatch, write_ga_run(tmp_path / "ga"))
+    assert fig.axes[0].get_ylabel() == "fitness"
+    assert fig.axes[0].lines[0].get_label() == "best fitness"
 
 
 def test_minutes_put_each_call_to_train_after_the_last():
