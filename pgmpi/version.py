@@ -1,3 +1,3 @@
 """The library version, recorded in every checkpoint."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
