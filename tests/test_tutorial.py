@@ -15,15 +15,23 @@ Fenced blocks are read by their info string:
 
 Sizes are shrunk with the variables the tutorial names in the ``export`` line of its
 README's no-test block (``UPDATES=1 MINUTES=0.05 ...``): the test reads them from there.
-The checks of the markdown itself run in tier 1; running the steps is tier 3 (it launches
-``mpirun``), one test per step, each reporting every failing block, not only the first.
+Tier 1 also checks what the text cites, in the tutorial and the README: every dotted name
+quoted as inline code that starts with a pgmpi module or name (`rollout.play`,
+`ParallelPG.step`) and every repository path (`pgmpi/ahead.py`) still exists, and every
+excerpt (``an excerpt of [NAME in] FILE.py``) is still, line for line and in order, in the
+code it names. The checks of the markdown itself run in tier 1; running the steps is tier 3
+(it launches ``mpirun``), one test per step, each reporting every failing block, not only
+the first.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
+import inspect
 import os
+import pkgutil
 import re
 import shlex
 import shutil
@@ -170,24 +178,20 @@ def _help(script: Path) -> str:
 
 def test_blocks_that_are_not_run_parse_and_name_real_files_and_flags():
     """A no-test block cannot run here, so check what can be: its syntax; for a Python
-    excerpt, that each of its lines is still in the file it quotes; for a shell block, that
-    the repository files it names exist and each flag it passes to one of our scripts is in
-    its --help."""
+    excerpt, that it is still in the code it quotes (:func:`check_excerpt`); for a shell
+    block (the README's too), that the repository files it names exist and each flag it
+    passes to one of our scripts is in its --help."""
     helps: dict[Path, str] = {}
-    for page in PAGES:
-        for b in blocks(page):
+    readme_shell = [b for b in blocks(ROOT / "README.md") if b.lang == "bash"]
+    for b in readme_shell:
+        b.reason = b.reason or "the README's commands: checked, not run"
+    for page in [*PAGES, None]:
+        for b in blocks(page) if page is not None else readme_shell:
             if b.reason is None:
                 continue
             if b.lang == "python":
                 ast.parse(b.code)  # excerpts must at least be Python
-                excerpt = re.match(r"an excerpt of .*?([\w/]+\.py)", b.reason)
-                assert excerpt, f"{b}: a Python no-test block must say `an excerpt of FILE.py`"
-                source = {
-                    _code(line) for line in (ROOT / excerpt.group(1)).read_text().splitlines()
-                }
-                for line in b.code.splitlines():
-                    if _code(line) not in ("", "...") and not line.lstrip().startswith("#"):
-                        assert _code(line) in source, f"{b}: not in {excerpt.group(1)}: {line}"
+                check_excerpt(b)
                 continue
             syntax = subprocess.run(["bash", "-n"], input=b.code, capture_output=True, text=True)
             assert syntax.returncode == 0, f"{b}: {syntax.stderr}"
@@ -202,6 +206,161 @@ def test_blocks_that_are_not_run_parse_and_name_real_files_and_flags():
                 after = words[words.index(str(script.relative_to(ROOT))) + 1 :]
                 for flag in (w.split("=")[0] for w in after if w.startswith("--")):
                     assert flag in text, f"{b}: {script.name} has no flag {flag}"
+
+
+EXCERPT = re.compile(r"an excerpt of (?:([\w.]+) in )?([\w/]+\.py)")
+
+
+def _source_of(name: str | None, file: str) -> tuple[list[str], str]:
+    """The lines of the code an excerpt quotes: the object ``name`` (``ParallelPG.step``,
+    ``rollout.run``, ``mpi.ExactSum.add``) in ``file``, or the whole file."""
+    path = ROOT / file
+    assert path.exists(), f"the excerpt quotes {file}, which does not exist"
+    if name is None:
+        return path.read_text().splitlines(), file
+    module = importlib.import_module(file.removesuffix(".py").replace("/", "."))
+    parts = name.split(".")
+    while parts and parts[0] in module.__name__.split("."):  # rollout.run in rollout.py
+        parts = parts[1:]
+    obj = module
+    for part in parts:
+        obj = getattr(obj, part, None)
+        assert obj is not None, f"the excerpt names {name}, which {file} no longer has"
+    return inspect.getsource(obj).splitlines(), f"{name} in {file}"
+
+
+def check_excerpt(b: Block) -> None:
+    """A Python no-test block says ``an excerpt of [NAME in] FILE.py``; each of its lines
+    (other than ``...`` and comments) must be in that code, in the excerpt's order."""
+    m = EXCERPT.search(b.reason)
+    assert m, f"{b}: a Python no-test block must say `an excerpt of [NAME in] FILE.py`"
+    source, where = _source_of(m.group(1), m.group(2))
+    code = [_code(line) for line in source]
+    at = 0
+    for line in b.code.splitlines():
+        if _code(line) in ("", "...") or line.lstrip().startswith("#"):
+            continue
+        if _code(line) not in code[at:]:
+            where_else = "" if _code(line) in code else " at all"
+            pytest.fail(f"{b}: not in {where}{where_else} (or out of order): {line.strip()}")
+        at += code[at:].index(_code(line)) + 1
+
+
+# A span of inline code that is a dotted name, maybe called: `rollout.play`, `Adam.step`,
+# `pgmpi.mpi.shared_counter`, `agent.evaluate(live=True)`.
+DOTTED = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(.*\))?")
+SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+PATH = re.compile(r"(?:pgmpi|tests|examples|benchmarks)/[\w/.-]*\.(?:py|sh|sbatch)|pgmpi/[\w/]*")
+
+
+def _pgmpi_index() -> tuple[dict[str, list], dict[str, object]]:
+    """Every pgmpi module, and every name a pgmpi module defines (classes, functions,
+    constants, modules by their last name), each with the objects it may be."""
+    import pgmpi
+
+    modules = {"pgmpi": pgmpi}
+    for info in pkgutil.walk_packages(pgmpi.__path__, "pgmpi."):
+        try:
+            modules[info.name] = importlib.import_module(info.name)
+        except ImportError:  # an optional extra that is not installed
+            continue
+    index: dict[str, list] = {}
+    for name, module in modules.items():
+        index.setdefault(name.rsplit(".", 1)[-1], []).append(module)
+        for attr, obj in vars(module).items():
+            home = getattr(obj, "__module__", None) or getattr(obj, "__name__", "")
+            if (
+                isinstance(home, str)
+                and home.startswith("pgmpi")
+                and obj not in index.get(attr, [])
+            ):
+                index.setdefault(attr, []).append(obj)
+    return index, modules
+
+
+def _has(obj, attr: str, modules: dict[str, object]) -> object | None:
+    """``obj.attr``, looked for also in a package's modules and, for a class, among the
+    attributes its code sets on ``self`` (``self.mine = ...``) or its dataclass fields."""
+    found = getattr(obj, attr, None)
+    if found is not None:
+        return found
+    if inspect.ismodule(obj) and hasattr(obj, "__path__"):
+        for name, module in modules.items():
+            if name.startswith(obj.__name__ + ".") and hasattr(module, attr):
+                return getattr(module, attr)
+    if inspect.isclass(obj):
+        fields = getattr(obj, "__dataclass_fields__", {})
+        source = "".join(
+            inspect.getsource(c) for c in obj.__mro__ if c.__module__.startswith("pgmpi")
+        )
+        if attr in fields or re.search(rf"self\.{attr}\b\s*(:[^=]*)?=", source):
+            return True
+    return None
+
+
+def cited_names(page: Path) -> list[tuple[int, str]]:
+    """The dotted names a page cites as inline code, with their line numbers (fenced
+    blocks left out)."""
+    found, fenced = [], False
+    for i, line in enumerate(page.read_text().splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            found += [(i, span) for span in SPAN.findall(line)]
+    return found
+
+
+def test_dotted_names_are_resolved_as_written():
+    index, modules = _pgmpi_index()
+    assert _resolve("rollout.play", index, modules) is True
+    assert _resolve("pgmpi.mpi.ExactSum.allreduce", index, modules) is True
+    assert _resolve("ParallelPG._one_update", index, modules) is False  # gone: caught
+    assert _resolve("np.random.default_rng", index, modules) is None  # not pgmpi's
+
+
+def _resolve(dotted: str, index, modules) -> bool | None:
+    """True if ``dotted`` names something in pgmpi, False if it starts as a pgmpi name but
+    the rest is missing, None if it is not a pgmpi name at all."""
+    first, *rest = dotted.split(".")
+    starts = [modules["pgmpi"]] if first == "pgmpi" else index.get(first)
+    if not starts:
+        return None
+    for obj in starts:
+        for attr in rest:
+            obj = _has(obj, attr, modules)
+            if obj is None or obj is True and attr != rest[-1]:
+                break
+        else:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *PAGES], ids=lambda p: p.name)
+def test_every_pgmpi_name_cited_as_code_exists(page):
+    """A name the text cites as code (`ParallelPG.step`, `rollout.play`, `pgmpi/ahead.py`)
+    is still in pgmpi, so a student who looks it up finds it."""
+    index, modules = _pgmpi_index()
+    missing = []
+    for line, span in cited_names(page):
+        for path in PATH.findall(span):
+            if "*" not in path and not (ROOT / path).exists():
+                missing.append(f"{page.name}:{line}: {path} does not exist")
+        m = DOTTED.fullmatch(span.strip())
+        if m and _resolve(m.group(1), index, modules) is False:
+            missing.append(f"{page.name}:{line}: {m.group(1)} is not in pgmpi")
+    for b in blocks(page):  # what a Python block imports from pgmpi exists
+        if b.lang != "python":
+            continue
+        for node in ast.walk(ast.parse(b.code)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pgmpi"):
+                module = importlib.import_module(node.module)
+                missing += [
+                    f"{b}: {node.module} has no {alias.name}"
+                    for alias in node.names
+                    if _has(module, alias.name, modules) is None
+                ]
+    assert not missing, "\n".join(missing)
 
 
 # ---------------------------------------------------------------- tier 3: running it
