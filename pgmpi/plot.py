@@ -261,8 +261,9 @@ def plot(log_dir: str | Path, out: str | Path | None = None, x: str | None = Non
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel(X_AXES[x][1])
     minutes = _minutes_axis(columns, xs, log_dir) if x == "steps" else None
-    if minutes is not None:
-        top = axes[0].secondary_xaxis("top", functions=minutes)
+    if minutes is not None:  # the steps axis ends at the first and last rows: minutes
+        axes[-1].set_xlim(minutes[2])  # cannot be read off past them
+        top = axes[0].secondary_xaxis("top", functions=minutes[:2])
         top.set_xlabel("minutes of training", fontsize=8)
         top.xaxis.set_major_locator(MaxNLocator(6))
     title = f"{log_dir}" + (f" ({env})" if env else "")
@@ -277,7 +278,7 @@ LABELS = {  # panel labels that the column name alone would not make clear
     SPEED: "agent steps per s",
     "charts/mean_return": "return, this update's games",
     "charts/mean_length": "length, this update's games",
-    "charts/games": "games per update",
+    "charts/games": "games ended, this update",
 }
 
 
@@ -287,7 +288,8 @@ def _label(key: str) -> str:
 
 def _minutes_axis(columns, steps: list[float], where: Path):
     """Functions that turn agent steps into minutes of training and back, by interpolating
-    between the run's rows; None where the run has no time column or too few rows."""
+    between the run's rows, and the steps of the first and last rows; None where the run
+    has no time column or too few rows."""
     import numpy as np
 
     if "time/elapsed_s" not in columns:
@@ -298,7 +300,20 @@ def _minutes_axis(columns, steps: list[float], where: Path):
     minutes, steps = minutes[keep], steps[keep]
     if len(steps) < 2 or np.any(np.diff(steps) <= 0) or np.any(np.diff(minutes) < 0):
         return None
-    return (lambda s: np.interp(s, steps, minutes), lambda m: np.interp(m, minutes, steps))
+
+    def through(x, xp, fp):  # np.interp, carried on straight past both ends
+        x = np.asarray(x, dtype=float)
+        y = np.interp(x, xp, fp)
+        low, high = x < xp[0], x > xp[-1]
+        y[low] = fp[0] + (x[low] - xp[0]) * (fp[1] - fp[0]) / max(xp[1] - xp[0], 1e-12)
+        y[high] = fp[-1] + (x[high] - xp[-1]) * (fp[-1] - fp[-2]) / max(xp[-1] - xp[-2], 1e-12)
+        return y
+
+    return (
+        lambda s: through(s, steps, minutes),
+        lambda m: through(m, minutes, steps),
+        (steps[0], steps[-1]),
+    )
 
 
 def compare(runs: list[str | Path], out: str | Path | None = None, x: str | None = None) -> Path:

@@ -145,12 +145,12 @@ def test_one_pong_run_shows_the_score_on_pongs_scale_against_steps(tmp_path, mon
         "running reward (the post's)",
     ]
     assert first.get_title().startswith(f"{run} (ALE/Pong-v5)")
-    assert "games per update 10" in first.get_title()
+    assert "games ended, this update 10" in first.get_title()
     assert speed.get_ylabel() == "agent steps per s"
     assert fig.axes[-1].get_xlabel() == "agent steps (all ranks)"
     assert [ax.get_xlabel() for ax in first.child_axes] == ["minutes of training"]  # on top
     ylabels = [ax.get_ylabel() for ax in fig.axes]
-    assert "games per update" not in ylabels and "capped games" not in ylabels
+    assert "games ended, this update" not in ylabels and "capped games" not in ylabels
 
 
 def test_constant_columns_and_game_scales(tmp_path):
