@@ -22,7 +22,7 @@ import numpy as np
 
 from pgmpi import rng
 from pgmpi.envs import Game
-from pgmpi.evaluation import Evaluation, evaluation_returns  # noqa: F401 (their old home)
+from pgmpi.evaluation import Evaluation, evaluation_returns  # noqa: F401 (old home; ga.py)
 from pgmpi.networks import TwoLayerPolicy
 
 
