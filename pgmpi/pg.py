@@ -13,7 +13,8 @@ sums every game's gradient, so every rank takes the same optimizer step and para
 identical, bit for bit on any rank count, never sent; one small allgather then hands every
 rank the scores of the games that ended and every rank's seconds, so all log the same row
 and stop together. (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a
-small Allreduce of the stop signals, and with ``trace`` a gather of every rank's seconds.)
+small Allreduce of the stop signals; with ``trace``, a gather of every rank's seconds; when
+it saves, the checkpoint's gather of the games in progress.)
 """
 
 from __future__ import annotations
