@@ -78,7 +78,7 @@ def worker(args) -> None:
     """Under mpirun: timed updates of the defaults; with ``--costs`` (1 rank), then the
     costs of slot pieces and of steps."""
     from pgmpi import ParallelPG, mpi, rng, rollout
-    from pgmpi.rollout import make_game
+    from pgmpi.games import make_game
 
     if args.checkpoint:
         agent = ParallelPG.load(args.checkpoint, quiet=True)

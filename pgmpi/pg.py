@@ -8,8 +8,13 @@ update, their gradients summed, RMSProp 1e-4; ``fast``, the defaults, learns fas
 
 Work split (docs/how-it-is-parallel.md): ``slots`` persistent games, game k played by
 rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed on (seed,
-update, k). One exact Allreduce sums their gradients and every rank takes the same
-optimizer step, so parameters stay identical, bit for bit on any rank count, never sent.
+update, k). An update (:meth:`ParallelPG.step`) makes two collectives: one exact Allreduce
+sums every game's gradient, so every rank takes the same optimizer step and parameters stay
+identical, bit for bit on any rank count, never sent; one small allgather then hands every
+rank the scores of the games that ended and every rank's seconds, so all log the same row
+and stop together. (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a
+small Allreduce of the stop signals; with ``trace``, a gather of every rank's seconds; when
+it saves, the checkpoint's gather of the games in progress.)
 """
 
 from __future__ import annotations
@@ -19,25 +24,18 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, loop, mpi, pong, rng, rollout, threads
-from pgmpi.config import (
-    EVALUATE_RULES,
-    PG_BEFORE,
-    PRESETS,
-    PGConfig,
-    is_int,
-    resolve,
-    rules_problem,
-)
+from pgmpi import loop, mpi, rallies, rng, rollout, threads
+from pgmpi.config import PGConfig, is_int, resolve
 from pgmpi.envs import PONG_ID
+from pgmpi.games import make_games
 from pgmpi.logger import mean, rank_figures
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
+from pgmpi.pg_run import PGRun
 from pgmpi.version import __version__
 
 REFERENCE_SLOTS = 16  # learning_rate is for this many games; more scale it by sqrt(slots/16)
@@ -61,8 +59,11 @@ def standardise(x: np.ndarray) -> np.ndarray:
     return x / std if std > 0 else x
 
 
-class ParallelPG:
+class ParallelPG(PGRun):
     """Policy gradient over MPI ranks; every rank must construct it with the same arguments.
+
+    The set-up and the update are here; what the run does besides (its printed lines,
+    ``evaluate``, ``act``, ``save``, ``load``, ``from_preset``) is :class:`pgmpi.pg_run.PGRun`.
 
     Args:
         env: a gymnasium env id or a zero-argument env factory; Pong (``"ALE/Pong-v5"``) is
@@ -84,9 +85,6 @@ class ParallelPG:
 
     Collective: every rank must call this.
     """
-
-    algorithm = "ParallelPG"
-    COUNTERS = ("update", "episodes", "steps", "running_reward", "evaluations")  # checkpointed
 
     def __init__(
         self,
@@ -112,7 +110,7 @@ class ParallelPG:
         self.games = {}
         probe = None
         if problem is None:  # every rank makes one game at least, to check the env
-            self.games, probe, cfg, problem = rollout.make_games(env, self.mine, cfg)
+            self.games, probe, cfg, problem = make_games(env, self.mine, cfg)
         cfg = replace(cfg, slots=slots)
         named = env if isinstance(env, str) else getattr(probe, "env_id", "custom")
         self.config = {"env": named} | cfg.as_dict()
@@ -152,30 +150,29 @@ class ParallelPG:
         self.running_reward = None  # no game finished yet
         self._act_prev = None  # no frame seen yet
         self.recent_returns = deque(maxlen=100)
-        self.open_rallies = rollout.OpenRallies()
+        self.open_rallies = rallies.OpenRallies()  # Pong: steps that wait for their point
         self._slots_note = slots_note
 
     def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
         """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
         standardised discounted returns (less the learned baseline's values, with one), as
         (rows, values) (None if no rally finished)."""
-        self.open_rallies.prepend(k, piece, self.net)  # the last update's, at today's network
-        cut = self.open_rallies.keep(k, piece)  # steps after the last point wait for it
-        if cut == 0:
+        steps = self.open_rallies.known(k, piece, self.net)  # a rally's steps wait for its point
+        if steps is None:
             return None
-        returns = discounted_returns(piece.rewards[:cut], self.config["gamma"], piece.ends[:cut])
-        values = self.net.values(piece.caches[:cut])  # zeros without a baseline
+        returns = discounted_returns(steps.rewards, self.config["gamma"], steps.ends)
+        values = self.net.values(steps.caches)  # zeros without a baseline
         adv = standardise(returns - values).astype(np.float32)
-        dlogits = np.array(piece.dlogits[:cut])
+        dlogits = np.array(steps.dlogits)
         weighted = dlogits * adv[:, None]
         beta = self.config["entropy_bonus"] / self.decay()
         if beta:  # + beta d H / d logits: keeps the policy from settling too soon
-            weighted += np.float32(beta) * self.net.entropy_dlogits(dlogits, piece.actions[:cut])
+            weighted += np.float32(beta) * self.net.entropy_dlogits(dlogits, steps.actions)
         c = self.config["value_baseline"]
         if c:  # and the value output climbs -c (G - v)^2 / 2: its gradient is c (G - v)
             fit = (c * (returns - values)).astype(np.float32)
             weighted = np.concatenate([weighted, fit[:, None]], axis=1)
-        return self.net.gradient(piece.caches[:cut], weighted)
+        return self.net.gradient(steps.caches, weighted)
 
     def train(
         self,
@@ -210,25 +207,29 @@ class ParallelPG:
         )
 
     def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
-        """One update: play, the gradients, their sum over ranks, the optimizer step; then
-        the post's "boring book-keeping", from every game finished on any rank, in slot order
-        and in order of play within a slot (the same on any rank count). Returns the row to
-        log, the stop vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
+        """One update: play, the returns and gradient of every game, their sum over ranks,
+        the optimizer step, then the book-keeping (:meth:`_book_keeping`). Returns the row to
+        log, the stop vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`).
+
+        Collective: every rank must call this. It makes two collectives: the Allreduce that
+        sums the gradients (a flat buffer, with a count of the games left out as non-finite),
+        and the book-keeping's small allgather."""
         c = self.config
         t0 = time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
-        games = [self.games[k] for k in self.mine]
-        pieces = rollout.play(self.net, games, streams, c["steps_per_slot"], c["whole_games"])
-        steps = sum(len(p.rewards) for p in pieces)  # before the open rallies join them
+        games = [self.games[k] for k in self.mine]  # game k is played by rank k % n
+        pieces = rollout.play(
+            self.net, games, streams, min_steps=c["steps_per_slot"], whole_games=c["whole_games"]
+        )
         t1 = time.perf_counter()
-        total = mpi.ExactSum(self.net.params.size, c["slots"], c["exact_reduction"])
+        total = mpi.ExactSum(self.net.params.size, terms=c["slots"], exact=c["exact_reduction"])
         for k, piece in zip(self.mine, pieces, strict=True):
             grad = self._gradient(k, piece)
             if grad is not None:
                 total.add(grad[1], rows=grad[0])
         t2 = time.perf_counter()
-        # The one collective of an update: sum every game's gradient (then the mean, or not).
-        grad, bad = total.allreduce(c["slots"] if c["batch_gradient"] == "mean" else 1)
+        divide_by = c["slots"] if c["batch_gradient"] == "mean" else 1  # the mean, or the sum
+        grad, bad = total.allreduce(divide_by)  # collective 1: every game's gradient, exactly
         t3 = time.perf_counter()
         if bad:
             raise mpi.NonFiniteError(
@@ -236,7 +237,7 @@ class ParallelPG:
                 "lower learning_rate or check the env's rewards"
             )
         self.optimizer.learning_rate = self.step_size()
-        self.optimizer.step(self.net.params, grad)
+        self.optimizer.step(self.net.params, grad)  # the same step on every rank
         if not np.isfinite(self.net.params.sum(dtype=np.float64)):  # the same on every rank
             raise mpi.NonFiniteError(
                 f"update {self.update + 1}: the optimizer step made the parameters non-finite "
@@ -248,10 +249,18 @@ class ParallelPG:
         # This rank's seconds; start_s: where the update sits on this rank's timeline.
         mine = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)
         mine.update(total_s=time.perf_counter() - t0, start_s=t0 - start)
-        mine["steps"] = steps
+        mine["steps"] = sum(len(p.rewards) for p in pieces)
         mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
+        return self._book_keeping(log, pieces, mine, start)
+
+    def _book_keeping(self, log, pieces: list, mine: dict, start: float) -> tuple[dict, bool, dict]:
+        """The post's "boring book-keeping", from every game finished on any rank, in slot
+        order and in order of play within a slot (the same on any rank count): the counters,
+        the running reward, the row. Collective: one small allgather, so that every rank
+        logs the same row and every rank sees every rank's vote to stop (``mine["stop"]``)."""
+        c = self.config
         finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
-        ranks = mpi.allgather_object((finished, mine))  # every game and figure, on every rank
+        ranks = mpi.allgather_object((finished, mine))  # collective 2: every rank's, to all
         played = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
         games = [g for g in played if g[3]]  # the run's protocol only (deterministic_games)
         for _, ret, _, _ in games:
@@ -293,158 +302,3 @@ class ParallelPG:
         """This update's learning rate: ``learning_rate`` (after the square-root rule) over
         :meth:`decay`."""
         return self.learning_rate / self.decay()
-
-    def counts(self) -> dict[str, int]:
-        return {"updates": self.update, "episodes": self.episodes}
-
-    def reached(self, row: dict | None, target_return: float) -> bool:
-        return len(self.recent_returns) == 100 and mean(self.recent_returns) >= target_return
-
-    def header(self) -> str:
-        """Parameters, slots and how they play, the optimizer, the Pong protocol."""
-        c = self.config
-        text = (
-            f"{self.net.params.size:,} params | {c['slots']} slots ({self._slots_note}) of "
-            f"{c['steps_per_slot']} steps"
-            + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
-            + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
-            + (f", entropy bonus {c['entropy_bonus']:g}" if c["entropy_bonus"] else "")
-            + (f", learned baseline {c['value_baseline']:g}" if c["value_baseline"] else "")
-            + (
-                f", lr{' and bonus' if c['entropy_bonus'] else ''} decayed past "
-                f"{c['decay_from']:,} agent steps (halved "
-                f"{c['lr_decay_steps']:,} later)"
-                if c["lr_decay_steps"]
-                else ""
-            )  # fmt: skip
-            + (
-                f" | plays the running average (half-life {c['average_half_life']:g} updates)"
-                if self.average is not None
-                else ""
-            )  # fmt: skip
-        )
-        if self.probe.is_pong:  # which protocol the logged scores are under
-            played = pong.protocol(c["sticky_actions"], c["frame_skip"])
-            text += " | " + played.replace("sticky", "sticky actions (0.25)")
-            if c["sticky_actions"] and c["deterministic_games"]:
-                text += (f", {c['deterministic_games']:.0%} of games deterministic "
-                         "(logged: the sticky ones)")  # fmt: skip
-        return text
-
-    def units(self) -> tuple[int, str, str]:
-        return self.config["slots"], "slots", "slots"
-
-    @staticmethod
-    def line(row: dict) -> str:
-        """The printed line of one update."""
-        return (
-            f"upd {row['update']:5d} | games {row['episodes']:6d} | steps {row['steps']:10,d} | "
-            f"running {row['charts/running_reward']:7.2f} | "
-            f"mean100 {row['charts/mean_return_100']:7.2f} | "
-            f"steps/s {row['perf/steps_per_s']:6.0f} "
-            f"(rank {row['perf/rank_steps_per_s_min']:.0f}-{row['perf/rank_steps_per_s_max']:.0f})"
-            f" | wait {100 * row['perf/wait_fraction']:4.1f}%"
-            f" | allreduce {1e3 * row['perf/allreduce_s']:5.1f} ms"
-        )
-
-    @property
-    def policy(self) -> TwoLayerPolicy:
-        """The network :meth:`evaluate` and :meth:`act` play: the running average of the
-        parameters (``average_half_life``), or the live network if that is 0."""
-        return self.net if self.average is None else self.average
-
-    def evaluate(
-        self,
-        episodes: int = 10,
-        greedy: bool = False,
-        sticky: bool | None = None,
-        live: bool = False,
-    ) -> rollout.Evaluation:
-        """Mean return over ``episodes`` whole games shared out over ranks (no learning), as an
-        :class:`~pgmpi.rollout.Evaluation`: a float with its 95% confidence interval
-        (``ci95``) and every game's return (also kept in ``evaluation_returns``); no game goes
-        past ``max_episode_steps``. The same numbers on any rank count.
-
-        Args:
-            greedy: take the most likely action instead of sampling from the policy.
-            sticky: Pong with ALE v5's sticky actions (repeat_action_probability 0.25), or
-                without (False); None: as trained (``sticky_actions``, and the frame skip).
-            live: play the live parameters instead of their running average (:attr:`policy`).
-
-        Raises:
-            ConfigError: on every rank, if ``episodes`` is not an int >= 1 or a flag not a bool.
-
-        Collective: every rank must call this.
-        """
-        given = dict(episodes=episodes, greedy=greedy, sticky=sticky, live=live)
-        mpi.agree(given, rules_problem(given, EVALUATE_RULES))
-        self.evaluations += 1
-        c = self.config
-        as_trained = sticky is None
-        sticky = c["sticky_actions"] if as_trained else sticky
-        skip = c["frame_skip"] if as_trained else 4
-        cap = c["max_episode_steps"]
-        new_game = partial(rollout.make_game, self._make_env, sticky, cap, skip)
-        net = self.net if live else self.policy
-        play = partial(rollout.whole_games, net, new_game, greedy=greedy)
-        self.evaluation_returns = rollout.evaluation_returns(
-            episodes, c["seed"], self.evaluations, play
-        )
-        protocol = pong.protocol(sticky, skip) if self.probe.is_pong else "env"
-        policy = "greedy" if greedy else "sampled"
-        return rollout.Evaluation(self.evaluation_returns, f"{protocol}, {policy}")
-
-    def act(self, observation: np.ndarray, new_episode: bool = False) -> int:
-        """The greedy action of :attr:`policy` for a raw env observation (for Pong: a frame;
-        the previous frame is kept, so pass ``new_episode=True`` on an episode's first frame).
-
-        Raises:
-            ValueError: if the observation's shape is not the env's ((210, 160, 3) for Pong)
-                or it holds NaN or inf. Not collective: only this rank raises.
-        """
-        prev = None if new_episode else self._act_prev
-        x, self._act_prev = self.probe.outside_input(observation, prev)
-        return self.probe.env_action(int(np.argmax(self.policy.forward([x])[0][0])))
-
-    def save(self, path: str | Path) -> Path:
-        """Write parameters, optimizer state, counters and every game in progress to
-        ``path`` (atomically, by the root). Collective: every rank must call this."""
-        snaps = mpi.gather_object(rollout.snapshots(self.games, self.open_rallies))  # to the root
-        arrays = {"params": self.net.params, **self.optimizer.state()}
-        if self.average is not None:
-            arrays["average"] = self.average.params
-        arrays["recent_returns"] = np.array(self.recent_returns, dtype=np.float64)
-        arrays.update(checkpoint.pack_games(snaps))  # on the root: every game, in slot order
-        counters = {k: getattr(self, k) for k in self.COUNTERS}
-        return checkpoint.save_agent(path, self, arrays, **counters)
-
-    @classmethod
-    def load(cls, path: str | Path, **overrides) -> ParallelPG:
-        """A ParallelPG restored from ``path``, ready to ``train`` on from where it stopped,
-        on any number of ranks (each takes over the games it now plays). ``overrides`` may
-        replace the run options (:data:`pgmpi.checkpoint.RUN_OPTIONS`: ``env``, needed if it
-        was a factory, ``log_dir``, ...).
-
-        Collective: every rank must call this.
-        """
-        arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
-        agent = cls(**{**PG_BEFORE, **settings})  # a setting newer than the checkpoint
-        with checkpoint.complete(path, cls.algorithm):  # a missing key: a ConfigError
-            checkpoint.restore_params(path, arrays["params"], agent.net.params)
-            if agent.average is not None:
-                checkpoint.restore_params(path, arrays["average"], agent.average.params)
-            agent.optimizer.set_state(arrays)
-            agent.recent_returns.extend(arrays["recent_returns"].tolist())
-            for k in cls.COUNTERS:
-                setattr(agent, k, meta[k])
-            snaps = checkpoint.unpack_games(arrays, agent.games)
-        rollout.restore(agent.games, agent.open_rallies, snaps, agent.config["seed"])
-        return agent
-
-    @classmethod
-    def from_preset(cls, name: str, **kwargs) -> ParallelPG:
-        """A ParallelPG with the settings of preset ``name`` (see ``PRESETS``), any of which
-        ``kwargs`` may replace. Collective: every rank must call this."""
-        if name not in PRESETS:  # the same on every rank, so the same error on every rank
-            raise mpi.ConfigError(f"no preset {name!r}; presets: {', '.join(PRESETS)}")
-        return cls(config=PRESETS[name], **kwargs)

@@ -26,6 +26,7 @@ import numpy as np
 
 from pgmpi import checkpoint, rng, rollout
 from pgmpi.envs import PONG_ID, Game, make_gym
+from pgmpi.evaluation import Evaluation
 from pgmpi.pong import PongGame
 from pgmpi.pong import protocol as pong_protocol
 from pgmpi.rollout import sample
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     kept[0].save(args.gif, save_all=True, append_images=kept[1:], duration=ms, loop=0)
     protocol = pong_protocol(sticky, skip) if pong else "env"
     policy = "best network" if algorithm == "PrunedGA" else "greedy" if args.greedy else "sampled"
-    score = rollout.Evaluation(np.array(returns), f"{protocol}, {policy}")
+    score = Evaluation(np.array(returns), f"{protocol}, {policy}")
     print(
         f"score {score}, {algorithm} on {env_id}; wrote {args.gif}: {len(kept)} frames of {ms} ms",
         flush=True,

@@ -6,7 +6,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, ParallelPG, checkpoint, rollout
+from pgmpi import ConfigError, ParallelPG, checkpoint
+from pgmpi.rallies import OpenRallies
 
 
 @pytest.fixture
@@ -100,10 +101,10 @@ def test_an_open_rally_of_blank_frames_survives_a_checkpoint():
     # steps' idx and vals are empty for that game (checkpoints before ".present" left them out).
     blank = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
     moving = (np.array([3, 70], dtype=np.int64), np.array([1.0, -1.0], dtype=np.float32))
-    rallies = rollout.OpenRallies()
+    rallies = OpenRallies()
     rallies.steps = {0: ([blank, blank], [1, 0]), 1: ([moving, blank], [0, 1])}
     packed = checkpoint.pack_games([{k: rallies.arrays(k) for k in (0, 1)}])
-    back = rollout.OpenRallies()
+    back = OpenRallies()
     for k, snap in checkpoint.unpack_games(packed, [0, 1]).items():
         back.restore(k, snap)
     for k in (0, 1):

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, ParallelPG, mpi, rng, rollout
+from pgmpi.evaluation import Evaluation
+from pgmpi.games import make_game
 
 pytestmark = pytest.mark.mpi
 
@@ -119,8 +121,8 @@ def test_evaluation_is_the_same_mean_and_interval_on_any_rank_count():
     everyone = mpi.allgather_object(str(score))
     c = agent.config
     streams = [rng.stream(c["seed"], rng.EVALUATE, 1, e) for e in range(3)]  # evaluation 1
-    new_game = partial(rollout.make_game, c["env"], True, c["max_episode_steps"], c["frame_skip"])
-    alone = rollout.Evaluation(rollout.whole_games(agent.net, new_game, streams), "sticky, sampled")
+    new_game = partial(make_game, c["env"], True, c["max_episode_steps"], c["frame_skip"])
+    alone = Evaluation(rollout.whole_games(agent.net, new_game, streams), "sticky, sampled")
     ok = all(e == everyone[0] for e in everyone) and str(score) == str(alone)
     ok = ok and np.array_equal(score.returns, alone.returns) and score.ci95 == alone.ci95
     assert _all_ranks_ok(ok and "(95% CI, 3 episodes, sticky, sampled)" in str(score))
