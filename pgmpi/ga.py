@@ -43,9 +43,6 @@ from pgmpi.version import __version__
 class PrunedGA:
     """Synaptolysis over MPI ranks; every rank must construct it with the same arguments.
 
-    Fitness is the mean return over ``episodes_per_individual`` episodes minus
-    ``complexity_weight`` times the fraction of connections kept.
-
     Args:
         env: a gymnasium env id, or a zero-argument function returning an env, with a 1-D box
             observation and a discrete action space (argmax output) or a bounded 1-D box one
@@ -220,17 +217,15 @@ class PrunedGA:
             "charts/mutation_rate": self.optimizer.mutation_rate,
             "perf/env_steps": int(steps),
             "perf/steps_per_s": steps / max(seconds, 1e-9),
-            # the most idle rank's wait for the others (playing ahead in it counts as waiting)
-            "perf/wait_s": results.busy.max() - results.busy.min(),
+            "perf/wait_s": results.wait_s,
             "perf/units_played_ahead": results.played_ahead,
             "perf/allreduce_s": results.allreduce_s,
             "time/generation_s": seconds,
             "time/elapsed_s": time.perf_counter() - start,
         }
-        play, allreduce = results.play_s, results.allreduce_s
-        mine = dict(start_s=t0 - start, play_s=play, grad_s=0.0, allreduce_s=allreduce)
+        mine = dict(start_s=t0 - start, play_s=results.play_s, grad_s=0.0, total_s=seconds)
         # float64 values are floats: fine for CSV and JSON
-        return row, results.late, dict(mine, total_s=seconds)
+        return row, results.late, dict(mine, allreduce_s=results.allreduce_s)
 
     def train(
         self,
@@ -333,9 +328,8 @@ class PrunedGA:
         """Write the population, best mask (and its activity for the signed genome), rate and
         history to ``path`` (root only, atomic); the signed weights are re-drawn from the
         seed on load."""
-        arrays = dict(
-            self.optimizer.state(), last_steps=self.last_steps, unit_steps=self.unit_steps
-        )
+        steps = dict(last_steps=self.last_steps, unit_steps=self.evaluation.steps)
+        arrays = dict(self.optimizer.state(), **steps)
         counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)
         return checkpoint.save_agent(path, self, arrays, **counters)
 
@@ -357,8 +351,7 @@ class PrunedGA:
             agent.optimizer.set_state(arrays)
             agent.last_steps = arrays["last_steps"].copy()
             if "unit_steps" in arrays:  # only the next generation's work order needs them
-                steps = arrays["unit_steps"].reshape(agent.unit_steps.shape).copy()
-                agent.evaluation.steps = steps
+                agent.evaluation.steps = arrays["unit_steps"].reshape(agent.unit_steps.shape)
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
         return agent

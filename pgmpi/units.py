@@ -54,15 +54,15 @@ class Sums:
 
 @dataclass
 class Results:
-    """One generation's evaluation: the same on every rank, but for the last two seconds.
+    """One generation's evaluation, the same on every rank but for the last two figures.
 
     Attributes:
         returns, steps: float64 (P, E), each episode's return and steps.
         activity: float64 (P, W), each individual's mean over its episodes of each
             connection's mean Hebbian term per step (the signed genome), else None.
         late: whether any rank had run past the time limit when it ran out of units.
-        busy: float64 (ranks,), each rank's seconds playing units.
-        played_ahead: how many units were played ahead, at the generation before's end.
+        wait_s: the most idle rank's wait for the others (playing ahead counts as waiting).
+        played_ahead: how many of the units were played at the generation before's end.
         play_s, allreduce_s: this rank's seconds playing, and in the Allreduce.
     """
 
@@ -70,7 +70,7 @@ class Results:
     steps: np.ndarray
     activity: np.ndarray | None
     late: bool
-    busy: np.ndarray
+    wait_s: float
     played_ahead: int
     play_s: float
     allreduce_s: float
@@ -91,7 +91,8 @@ class UnitEvaluation:
         steps: float64 (P, E), each unit's steps (the next generation's predictions).
         seconds: float64 (P, E), each unit's seconds playing: every rank's with ``trace``
             on (they travel in the Allreduce only then), else only this rank's (0 elsewhere).
-        ranks: int64 (P, E), the rank that played each unit.
+        ranks: int64 (P, E), the rank that played each unit (always shared: one number a
+            unit beside its return and steps, it shows how the counter shared them out).
         costs: float64 (P * E,), the predictions the units were handed out by (unit
             ``i * E + e``); parents: int64 (P,), the parents they were predicted from.
         units: ``units(costs)``, this rank's units in the order it plays them (see
@@ -152,9 +153,9 @@ class UnitEvaluation:
         activity = None
         if self.W:  # each individual's mean over its episodes, in the same order on every rank
             activity = sums.activity.sum(axis=1) / E
-        late = bool(sums.late.any())
-        ahead = int(sums.ahead.sum())
-        return Results(sums.returns, self.steps, activity, late, sums.busy, ahead, t1 - t0, t2 - t1)
+        wait = sums.busy.max() - sums.busy.min()
+        late, ahead = bool(sums.late.any()), int(sums.ahead.sum())
+        return Results(sums.returns, self.steps, activity, late, wait, ahead, t1 - t0, t2 - t1)
 
     def units(self, costs: np.ndarray):
         """This rank's units of work (indices into ``costs``), longest predicted first, each
