@@ -8,15 +8,16 @@ ones or signed (:mod:`pgmpi.genomes`): nothing is trained but which connections 
 learning only removes them.
 
 A generation reads as estool's ``es.py``: ask, evaluate, tell. The optimizer
-(:class:`pgmpi.optimizers.PruningOptimizer`) asks for its population's masks; each individual
-plays ``episodes_per_individual`` episodes, shared out over the ranks (:mod:`pgmpi.units`
-says how); its fitness is its mean return minus ``complexity_weight`` times the fraction of
-connections it keeps, so of two networks that play alike the smaller wins; and the optimizer
-is told the fitness. Selection keeps the top ``elite_fraction`` unchanged (led by the best
-ever seen, if it is not among them) and fills the population with children of elites, better
-ones picked more often, each of whose parent's connections is pruned with the mutation rate,
-which follows how far the elites' sizes spread from the population's; with the signed genome
-a parent's less active connections (Hebbian activity, measured in play) are pruned more often.
+(:class:`pgmpi.optimizers.PruningOptimizer`) gives its population's masks (``ask``); each
+individual plays ``episodes_per_individual`` episodes, shared out over the ranks
+(:mod:`pgmpi.units` says how); its fitness is its mean return minus ``complexity_weight``
+times the fraction of connections it keeps, so of two networks that play alike the smaller
+wins; and the optimizer selects and mutates from the fitness (``tell``). Selection keeps the
+top ``elite_fraction`` unchanged (led by the best ever seen, if it is not among them) and
+fills the population with children of elites, better ones picked more often, each of whose
+parent's connections is pruned with the mutation rate, which follows how far the elites'
+sizes spread from the population's; with the signed genome a parent's less active
+connections (Hebbian activity, measured in play) are pruned more often.
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the

@@ -54,26 +54,16 @@ class Sums:
 
 @dataclass
 class Results:
-    """One generation's evaluation, the same on every rank but for the last two figures.
+    """One generation's evaluation: the same on every rank, but for this rank's seconds."""
 
-    Attributes:
-        returns, steps: float64 (P, E), each episode's return and steps.
-        activity: float64 (P, W), each individual's mean over its episodes of each
-            connection's mean Hebbian term per step (the signed genome), else None.
-        late: whether any rank had run past the time limit when it ran out of units.
-        wait_s: the most idle rank's wait for the others (playing ahead counts as waiting).
-        played_ahead: how many of the units were played at the generation before's end.
-        play_s, allreduce_s: this rank's seconds playing, and in the Allreduce.
-    """
-
-    returns: np.ndarray
-    steps: np.ndarray
-    activity: np.ndarray | None
-    late: bool
-    wait_s: float
-    played_ahead: int
-    play_s: float
-    allreduce_s: float
+    returns: np.ndarray  # float64 (P, E): each episode's return
+    steps: np.ndarray  # float64 (P, E): each episode's steps
+    activity: np.ndarray | None  # float64 (P, W), each one's mean Hebbian terms (signed genome)
+    late: bool  # whether any rank had run past the time limit when it ran out of units
+    wait_s: float  # the most idle rank's wait for the others (playing ahead counts as waiting)
+    played_ahead: int  # how many of the units were played at the generation before's end
+    play_s: float  # this rank's seconds playing
+    allreduce_s: float  # this rank's seconds in the Allreduce
 
 
 class UnitEvaluation:
