@@ -36,7 +36,7 @@ from pgmpi import mpi, rng, schedule
 class Sums:
     """Named float64 arrays laid end to end in one buffer, so that one Allreduce sums them all:
     ``Sums(returns=(P, E), busy=(n,))`` has attributes ``returns`` and ``busy``, zeros, views
-    into ``buffer``. Each rank writes its share, :meth:`allreduce`, then reads the sums."""
+    into ``buffer``. Each rank writes its share, sums ``buffer`` over ranks, reads the sums."""
 
     def __init__(self, **shapes: tuple[int, ...]):
         self.buffer = np.zeros(sum(math.prod(shape) for shape in shapes.values()))
@@ -45,11 +45,6 @@ class Sums:
             end = start + math.prod(shape)
             setattr(self, name, self.buffer[start:end].reshape(shape))
             start = end
-
-    def allreduce(self, meanwhile: Callable[[], bool] | None = None) -> None:
-        """Sum every field over ranks, in place; ``meanwhile``: work while waiting for the
-        others (:func:`pgmpi.mpi.allreduce_sum_`). Collective."""
-        mpi.allreduce_sum_(self.buffer, meanwhile=meanwhile)
 
 
 @dataclass
@@ -134,7 +129,7 @@ class UnitEvaluation:
             self.record(sums, int(u), (ret, steps, time.perf_counter() - t, activity), g)
         t1 = time.perf_counter()
         sums.busy[me], sums.late[me] = t1 - t0, late()
-        sums.allreduce(meanwhile=self.meanwhile(g, masks))  # every unit's results, once
+        mpi.allreduce_sum_(sums.buffer, meanwhile=self.meanwhile(g, masks))  # all results, once
         t2 = time.perf_counter()
         self.steps = sums.steps.copy()
         if self.ga.trace:
