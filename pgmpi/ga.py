@@ -109,7 +109,8 @@ class PrunedGA:
             cfg = replace(cfg, genome="ones" if probe.discrete else "signed-dag")
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
-        # trace is agreed too: with it on, every rank joins one more gather per generation
+        # trace is agreed too: with it on, every rank joins one more gather per generation,
+        # and the Allreduce carries each unit's seconds
         settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
         mpi.agree(settings, problem)
         self.log_dir = log_dir
