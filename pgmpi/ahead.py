@@ -10,7 +10,8 @@ that individual's next episodes, a step at a time between tests of the barrier, 
 claimed on the board first so that no two ranks play it. When the ranks meet, it finishes
 the one it was playing, and the next generation takes the results instead of playing those
 units again: the run's results are those of a run that waited (docs/benchmarks.md,
-"Playing ahead").
+"Playing ahead"). :class:`PlayingAhead` is PrunedGA's evaluation with it: a
+:class:`pgmpi.units.UnitEvaluation` whose waiting ranks play ahead through an :class:`Ahead`.
 
 A board's stamps are an agent's number (``_AGENTS``, the same on every rank) shifted left
 by 24 bits, plus a generation: nothing on the board is ever reset, and the stamps of two
@@ -25,47 +26,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pgmpi import mpi, rollout
-from pgmpi.envs import Game
-from pgmpi.rollout import Piece
+from pgmpi import mpi, schedule
+from pgmpi.rollout import Episode
+from pgmpi.units import Sums, UnitEvaluation
 
 _AGENTS = itertools.count(1)  # numbers the agents of a process alike on every rank
 LOOK_S = 0.002  # how often a rank with nothing to play reads which units have ended
-
-
-class Episode:
-    """One episode played a step at a time (:meth:`advance`) in ``game`` (a new one: Box2D
-    envs carry state from one episode into the next), taking ``act(game)`` each step and
-    seeded from ``stream``; the same steps as :func:`pgmpi.rollout.episode`, whether played
-    at once or between other work. ``activity`` (float64 zeros or None) is what ``act``
-    adds each step's Hebbian terms to. ``key``: what the caller calls it."""
-
-    def __init__(self, game: Game, act: Callable[[Game], object], stream, activity=None):
-        self.game = game
-        self.activity = activity
-        self.piece = Piece()
-        self.steps = rollout.episode_rounds(game, act, stream, self.piece)
-        self.seconds = 0.0
-        self.key = None
-
-    def advance(self) -> bool:
-        """Play one step; whether the episode has ended."""
-        t = time.perf_counter()
-        over = next(self.steps, True) is True
-        self.seconds += time.perf_counter() - t
-        if over:
-            self.game.close()
-        return over
-
-    def result(self) -> tuple[float, int, float, np.ndarray | None]:
-        """(return, steps, seconds, each connection's mean Hebbian term per step or None)."""
-        rewards = self.piece.rewards
-        if self.activity is not None:
-            self.activity /= max(len(rewards), 1)
-        total = 0.0
-        for r in rewards:  # a running sum, step by step (sum() differs between Pythons)
-            total += r
-        return total, len(rewards), self.seconds, self.activity
 
 
 class Ahead:
@@ -143,3 +109,46 @@ class Ahead:
                 return
         self.played[self.playing.key] = self.playing.result()
         self.playing = None
+
+
+class PlayingAhead(UnitEvaluation):
+    """A :class:`~pgmpi.units.UnitEvaluation` whose ranks, while they wait for the others at
+    a generation's end, play the next generation's episodes of the individuals already sure
+    to be elites (:class:`Ahead`); the next generation takes their results instead of
+    playing them again. The same results as a UnitEvaluation. Collective: every rank must
+    construct it, at the same point."""
+
+    def __init__(self, ga):
+        super().__init__(ga)
+        self.ahead = Ahead(self.steps.size)  # collective: the next units, played early
+
+    def begin(self, sums: Sums, g: int) -> None:
+        """Record the units of generation g this rank played ahead. Collective."""
+        E = self.steps.shape[1]
+        for (x, e), result in self.ahead.collect(self.steps.size):  # collective
+            for i in np.flatnonzero(self.elite_of == x):
+                self.record(sums, int(i) * E + e, result, g)
+                sums.ahead[mpi.rank()] += 1
+
+    def record(self, sums: Sums, u: int, result: tuple, g: int) -> None:
+        super().record(sums, u, result, g)
+        self.ahead.post(u, result[0], g)
+
+    def claim(self, g: int, i: int, e: int) -> bool:
+        x = int(self.elite_of[i])
+        return x < 0 or self.ahead.claim(x * self.steps.shape[1] + e, g)
+
+    def meanwhile(self, g: int, masks: np.ndarray) -> Callable[[], bool]:
+        """A step of :meth:`Ahead.play`: the next generation's episodes of the individuals
+        sure to be elites, given the returns posted so far."""
+        ga, E = self.ga, self.steps.shape[1]
+        kept = masks.sum(axis=1) / ga.net.n_weights
+        n_elites = ga.optimizer.n_elites
+        sure = lambda returns: schedule.sure_elites(ga.fitness(returns, kept), n_elites)  # noqa: E731
+
+        def episode(x: int, e: int) -> Episode:
+            activity = np.zeros(ga.net.n_weights) if ga.net.hebbian else None
+            stream = self.elite_stream(g + 1, x, e)
+            return ga._episode(ga.net.weights(masks[x]), stream, activity)
+
+        return lambda: self.ahead.play(g, E, sure, episode, self.steps.size)

@@ -1,31 +1,27 @@
 """PrunedGA: learning by pruning connections ("synaptolysis"), a genetic algorithm over MPI ranks.
 
 The algorithm is the pruneable agent of Rive Sunder's synaptolytic-learning project
-(github.com/riveSunder/synaptolytic-learning, 2019): a genome is a mask over a network's
-connections, whose weights are all ones or signed (:mod:`pgmpi.genomes`), and learning only
-removes connections (see :class:`pgmpi.optimizers.PruningOptimizer`).
+(github.com/riveSunder/synaptolytic-learning, 2019). Synaptolysis is the loss of synapses: a
+brain starts with more connections than it keeps, and learns partly by losing those that do
+not serve. Here a genome is a mask over a network's connections, whose weights are fixed, all
+ones or signed (:mod:`pgmpi.genomes`): nothing is trained but which connections remain, and
+learning only removes them.
 
-There is no coordinator: every rank runs the same selection and mutation from the same
-random stream, so all ranks hold the same population without sending any network. The unit
-of work is one episode of one individual (138 x 8 = 1,104 units in the original's
-generation), so ranks stay busy even at 128 ranks. Episode e of individual i in generation
-g is seeded from the stream keyed on (seed, g, i, e), whichever rank plays it, or, for an
-elite kept unchanged, on (seed, g, its index in generation g - 1, e). Units are
-handed out longest-predicted-first (an unchanged elite costed at its own longest episode
-last generation, a mutated child at no less than most: :func:`pgmpi.schedule.predict`), one at a
-time to whichever rank is free, from a counter on rank 0 that ranks advance by one-sided
-MPI (:func:`pgmpi.mpi.shared_counter`): no coordinator, and a bad prediction costs only
-the units still running at the end. One Allreduce per generation sums a buffer in which
-each unit's return and step count has exactly one non-zero contributor, so the sum is
-exact and every rank computes the same fitness from it (and, for the signed genome, each
-unit's Hebbian activity per connection): a seed gives the same results, bit for bit, on
-any number of ranks and under any assignment. While a rank waits for the others at the
-end of a generation, it plays the next generation's episodes of individuals already sure to
-be elites (:func:`pgmpi.schedule.sure_elites`, read off the results the ranks post to a
-board on rank 0 as they go: :func:`pgmpi.mpi.unit_board`), each claimed so that one rank
-plays it, and finishes the one it is playing when the ranks meet: an elite's next episodes
-do not depend on how the others end (:mod:`pgmpi.ahead`). benchmarks/ga_scaling.py
-measures and projects the balance.
+A generation reads as estool's ``es.py``: ask, evaluate, tell. The optimizer
+(:class:`pgmpi.optimizers.PruningOptimizer`) gives its population's masks (``ask``); each
+individual plays ``episodes_per_individual`` episodes, shared out over the ranks
+(:mod:`pgmpi.units` says how); its fitness is its mean return minus ``complexity_weight``
+times the fraction of connections it keeps, so of two networks that play alike the smaller
+wins; and the optimizer selects and mutates from the fitness (``tell``). Selection keeps the
+top ``elite_fraction`` unchanged (led by the best ever seen, if it is not among them) and
+fills the population with children of elites, better ones picked more often, each of whose
+parent's connections is pruned with the mutation rate, which follows how far the elites'
+sizes spread from the population's; with the signed genome a parent's less active
+connections (Hebbian activity, measured in play) are pruned more often.
+
+There is no coordinator: every rank runs the same selection and mutation from the same random
+stream, so all ranks hold the same population without sending any network; only the
+episodes' results travel, in one Allreduce per generation.
 """
 
 from __future__ import annotations
@@ -37,19 +33,17 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, genomes, loop, mpi, rng, rollout, schedule, threads
-from pgmpi.ahead import Ahead, Episode
+from pgmpi import checkpoint, genomes, loop, mpi, rollout, threads
+from pgmpi.ahead import PlayingAhead
 from pgmpi.config import GAConfig, first_problem, is_int, resolve
 from pgmpi.envs import Game
+from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
 
 
 class PrunedGA:
     """Synaptolysis over MPI ranks; every rank must construct it with the same arguments.
-
-    Fitness is the mean return over ``episodes_per_individual`` episodes minus
-    ``complexity_weight`` times the fraction of connections kept.
 
     Args:
         env: a gymnasium env id, or a zero-argument function returning an env, with a 1-D box
@@ -66,14 +60,18 @@ class PrunedGA:
             ``population_size``, ``seed``, ...), replacing ``config``'s value.
         log_dir, blas_threads, quiet, trace, tensorboard, overwrite: the run's options,
             which change no result (:class:`pgmpi.loop.Trainable` says what each one does). With
-            ``trace``, a generation's ``play_s`` is the rank's evaluation, ``update_s`` the
-            selection and mutation.
+            ``trace``, a generation's ``play_s`` is the rank's evaluation, the rest of its
+            ``total_s`` the selection and mutation, and each unit's seconds are shared
+            (:class:`~pgmpi.units.UnitEvaluation`).
 
     Attributes:
         config: the run's settings as a dict (``env`` and every GAConfig field).
         optimizer: the :class:`PruningOptimizer`, identical on every rank.
         net: the genome's network, a :class:`~pgmpi.genomes.PrunedNetwork` or
             :class:`~pgmpi.genomes.SignedDAG`.
+        evaluation: what plays each generation over the ranks, a
+            :class:`~pgmpi.ahead.PlayingAhead`; benchmarks read each unit's steps, seconds
+            and rank from it.
 
     Raises:
         ConfigError (a ValueError): on every rank, naming the bad value, if an argument is
@@ -112,7 +110,8 @@ class PrunedGA:
             cfg = replace(cfg, genome="ones" if probe.discrete else "signed-dag")
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
-        # trace is agreed too: with it on, every rank joins one more gather per generation
+        # trace is agreed too: with it on, every rank joins one more gather per generation,
+        # and the Allreduce carries each unit's seconds
         settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
         mpi.agree(settings, problem)
         self.log_dir = log_dir
@@ -135,60 +134,41 @@ class PrunedGA:
         self.steps = 0
         self.evaluations = 0
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
-        # Each unit's steps, seconds and the rank that played it, last generation: (P, E)
-        units = (cfg.population_size, cfg.episodes_per_individual)
-        self.unit_steps = np.zeros(units)
-        self.unit_seconds = np.zeros(units)
-        self.unit_ranks = np.zeros(units, dtype=np.int64)
-        self._counter = mpi.shared_counter()  # collective the first time in a process
-        self._ahead = Ahead(self.unit_steps.size)  # collective: the next units, played early
+        self.evaluation = PlayingAhead(self)  # collective
+
+    # Each unit's figures, last generation, and how units are handed out, by the names tests
+    # and benchmarks used before the evaluation held them (pgmpi.units)
+    unit_steps = property(lambda self: self.evaluation.steps)
+    unit_seconds = property(lambda self: self.evaluation.seconds)
+    unit_ranks = property(lambda self: self.evaluation.ranks)
+    _units = property(
+        lambda self: self.evaluation.units,
+        lambda self, order: setattr(self.evaluation, "units", order),
+    )
 
     @property
     def generation(self) -> int:
         """Generations evaluated so far (the index of the population evaluated next)."""
         return self.optimizer.generation
 
-    def _episode(self, weights: list[np.ndarray], stream, activity=None) -> Episode:
+    def _episode(self, weights: list[np.ndarray], stream, activity=None) -> rollout.Episode:
         """An episode of network ``weights`` seeded from ``stream``, in a new env: Box2D envs
         carry state from one episode into the next, so reusing one would make the results
         depend on which units this rank happened to play before. ``activity`` (zeros,
         float64 (n_weights,), or None) gets each connection's mean Hebbian term per step."""
         game = Game(self._env, self.config["max_episode_steps"])
         act = lambda game: self._action(weights, game.obs, activity)  # noqa: E731
-        return Episode(game, act, stream, activity)
+        return rollout.Episode(game, act, stream, activity)
 
-    def _play(
-        self, weights: list[np.ndarray], stream: np.random.Generator, activity=None
-    ) -> tuple[float, int]:
+    def _play(self, weights: list[np.ndarray], stream, activity=None) -> tuple[float, int]:
         """Return and steps of :meth:`_episode`, played at once."""
-        episode = self._episode(weights, stream, activity)
-        while not episode.advance():
-            pass
-        return episode.result()[:2]
+        return self._episode(weights, stream, activity).finish()[:2]
 
-    def _stream(self, g: int, i: int, e: int, elite_of: np.ndarray) -> np.random.Generator:
-        """Episode e of individual i of generation g: keyed on (g, i, e), or, for an
-        unchanged elite, on (g, its index in generation g - 1, e), which is known before
-        the generation's ranking is: so its episodes can be played ahead."""
-        if elite_of[i] >= 0:
-            return self._elite_stream(g, int(elite_of[i]), e)
-        return rng.stream(self.config["seed"], rng.GA_EVALUATION, g, i, e)
-
-    def _elite_stream(self, g: int, x: int, e: int) -> np.random.Generator:
-        return rng.stream(self.config["seed"], rng.GA_ELITE_EVALUATION, g, x, e)
-
-    def _fitness(self, unit_returns: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    def fitness(self, unit_returns: np.ndarray, kept: np.ndarray) -> np.ndarray:
         """Each individual's fitness from its episodes' returns (P, E) and the fraction of
         connections it keeps: NaN rows stay NaN."""
         returns = unit_returns.sum(axis=1) / unit_returns.shape[1]
         return returns - self.config["complexity_weight"] * kept
-
-    def _units(self, costs: np.ndarray):
-        """This rank's units of work (indices into ``costs``), longest predicted first, each
-        taken from a counter shared by all ranks when this rank is free: self-scheduling, so
-        a rank that draws short episodes, or runs on a faster core, just plays more units.
-        Which rank plays a unit never changes its result."""
-        return schedule.self_scheduled(costs, self._counter)
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray, activity=None):
         a = self.net.act(weights, obs) if activity is None else self.net.act(weights, obs, activity)
@@ -210,110 +190,45 @@ class PrunedGA:
         return self._action(self.net.weights(np.asarray(mask, dtype=bool)), observation)
 
     def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
-        """Evaluate the population, tell the optimizer; returns the row to log, the stop
-        vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
-        opt = self.optimizer
-        P = len(self.last_steps)
-        E = self.config["episodes_per_individual"]
-        U = P * E  # units of work: unit u = i * E + e is episode e of individual i
-        me = mpi.rank()
-        n = mpi.size()
-        g = self.generation
-        masks = opt.ask()
-        kept = masks.sum(axis=1) / self.net.n_weights
-        elite_of = np.where(opt.mutated, -1, opt.parents)  # unchanged elites' last index
-        # Episodes end in a fall early or run long, and a long unit handed out last keeps
-        # every other rank waiting: predict each unit's steps from last generation's.
-        longest = self.unit_steps.max(axis=1)
-        costs = np.repeat(schedule.predict(longest, opt.parents, opt.mutated), E)
-        # One buffer: each unit's return, steps, seconds and player + 1 (each slot written by
-        # one rank only, so the sum is exact), a stop vote, the units played ahead, every
-        # rank's busy seconds, then for the signed genome each unit's W activities.
-        W = self.net.n_weights if self.net.hebbian else 0
-        A = 4 * U + 2 + n  # where the activities start
-        buf = np.zeros(A + U * W)
-
-        def record(u: int, result: tuple) -> None:
-            buf[u], buf[U + u], buf[2 * U + u], activity = result
-            buf[3 * U + u] = me + 1
-            if W:
-                buf[A + u * W : A + (u + 1) * W] = activity
-            self._ahead.post(u, buf[u], g)
-
+        """One generation: ask, evaluate, tell. Returns the row to log, the stop vote and
+        this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
         t0 = time.perf_counter()
-        for (x, e), result in self._ahead.collect(U):  # collective: units played ahead
-            for i in np.flatnonzero(elite_of == x):
-                record(int(i) * E + e, result)
-                buf[4 * U + 1] += 1
-        for u in self._units(costs):
-            i, e = divmod(int(u), E)
-            if elite_of[i] >= 0 and not self._ahead.claim(int(elite_of[i]) * E + e, g):
-                continue  # played ahead, while the ranks waited at the last generation's end
-            activity = np.zeros(W) if W else None
-            t = time.perf_counter()
-            stream = self._stream(g, i, e, elite_of)
-            ret, steps = self._play(self.net.weights(masks[i]), stream, activity)
-            record(int(u), (ret, steps, time.perf_counter() - t, activity))
-        t1 = time.perf_counter()
-        buf[4 * U] = minutes is not None and t1 - start >= 60 * minutes
-        buf[4 * U + 2 + me] = t1 - t0
-        # every unit's return and steps, stop votes, busy seconds; while the others finish,
-        # this rank plays the next generation's episodes of the individuals sure to be elites
-        mpi.allreduce_sum_(buf, meanwhile=lambda: self._play_ahead(g, masks, kept, E))
-        t2 = time.perf_counter()
-        unit_returns = buf[:U].reshape(P, E)
-        self.unit_steps = buf[U : 2 * U].reshape(P, E).copy()
-        self.unit_seconds = buf[2 * U : 3 * U].reshape(P, E).copy()
-        self.unit_ranks = buf[3 * U : 4 * U].reshape(P, E).astype(np.int64) - 1
-        returns = unit_returns.sum(axis=1) / E  # the same sums in the same order on every rank
-        self.last_steps = self.unit_steps.sum(axis=1)
-        fitness = self._fitness(unit_returns, kept)
+        g = self.generation
+        masks = self.optimizer.ask()
+        late = lambda: minutes is not None and time.perf_counter() - start >= 60 * minutes  # noqa: E731
+        results = self.evaluation.run(masks, g, late)  # collective: every episode, once
+        kept = masks.sum(axis=1) / self.net.n_weights
+        fitness = self.fitness(results.returns, kept)
         if not np.all(np.isfinite(fitness)):
             raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
-        activity = None
-        if W:  # each individual's mean over its episodes, in the same order on every rank
-            activity = buf[A:].reshape(P, E, W).sum(axis=1) / E
-        opt.tell(fitness, activity)
-        busy = buf[4 * U + 2 : A]
-        seconds = time.perf_counter() - t0
+        self.optimizer.tell(fitness, results.activity)
+        returns = results.returns.sum(axis=1) / results.returns.shape[1]
+        self.last_steps = results.steps.sum(axis=1)
         steps = self.last_steps.sum()
         self.steps += int(steps)
+        seconds = time.perf_counter() - t0
+        best_k = np.sort(fitness)[::-1][: self.optimizer.n_elites]
         row = {
             "generation": g,
             "steps": self.steps,
             "charts/best_fitness": fitness.max(),
             "charts/mean_fitness": fitness.mean(),
             "charts/min_fitness": fitness.min(),
-            "charts/elite_mean_fitness": np.sort(fitness)[::-1][: opt.n_elites].mean(),
+            "charts/elite_mean_fitness": best_k.mean(),
             "charts/best_return": returns.max(),
             "charts/connections_kept": kept.mean(),
-            "charts/mutation_rate": opt.mutation_rate,
+            "charts/mutation_rate": self.optimizer.mutation_rate,
             "perf/env_steps": int(steps),
             "perf/steps_per_s": steps / max(seconds, 1e-9),
-            # the most idle rank's wait for the others (playing ahead in it counts as waiting)
-            "perf/wait_s": busy.max() - busy.min(),
-            "perf/units_played_ahead": int(buf[4 * U + 1]),
-            "perf/allreduce_s": t2 - t1,
+            "perf/wait_s": results.wait_s,
+            "perf/units_played_ahead": results.played_ahead,
+            "perf/allreduce_s": results.allreduce_s,
             "time/generation_s": seconds,
             "time/elapsed_s": time.perf_counter() - start,
         }
-        mine = dict(start_s=t0 - start, play_s=t1 - t0, grad_s=0.0, allreduce_s=t2 - t1)
+        mine = dict(start_s=t0 - start, play_s=results.play_s, grad_s=0.0, total_s=seconds)
         # float64 values are floats: fine for CSV and JSON
-        return row, bool(buf[4 * U]), dict(mine, total_s=seconds)
-
-    def _play_ahead(self, g: int, masks: np.ndarray, kept: np.ndarray, E: int) -> bool:
-        """Work for a rank waiting at generation g's end (:meth:`pgmpi.ahead.Ahead.play`):
-        the next generation's episodes of the individuals sure to be elites, given the
-        returns posted so far. Whether it did anything."""
-        n_elites = self.optimizer.n_elites
-        sure = lambda returns: schedule.sure_elites(self._fitness(returns, kept), n_elites)  # noqa: E731
-
-        def episode(x: int, e: int) -> Episode:
-            activity = np.zeros(self.net.n_weights) if self.net.hebbian else None
-            weights = self.net.weights(masks[x])
-            return self._episode(weights, self._elite_stream(g + 1, x, e), activity)
-
-        return self._ahead.play(g, E, sure, episode, len(masks) * E)
+        return row, results.late, dict(mine, allreduce_s=results.allreduce_s)
 
     def train(
         self,
@@ -377,10 +292,10 @@ class PrunedGA:
             f"(wait {r['perf/wait_s']:5.2f} s)"
         )
 
-    def evaluate(self, episodes: int = 10, mask: np.ndarray | None = None) -> rollout.Evaluation:
+    def evaluate(self, episodes: int = 10, mask: np.ndarray | None = None) -> Evaluation:
         """Mean return of ``mask`` (default: the best ever, or before any generation the first
         individual) over ``episodes`` new episodes shared out over ranks, as an
-        :class:`~pgmpi.rollout.Evaluation`: a float with its 95% confidence interval.
+        :class:`~pgmpi.evaluation.Evaluation`: a float with its 95% confidence interval.
 
         Raises:
             ConfigError: on every rank, if ``episodes`` is not an int >= 1 or ``mask`` is not
@@ -404,21 +319,20 @@ class PrunedGA:
             told = self.optimizer.best_fitness > -np.inf
             mask = self.optimizer.best_mask if told else self.optimizer.population[0]
         weights = self.net.weights(np.asarray(mask, dtype=bool))
-        returns = rollout.evaluation_returns(
+        returns = evaluation_returns(
             episodes,
             self.config["seed"],
             self.evaluations,
             lambda streams: [self._play(weights, stream)[0] for stream in streams],
         )
-        return rollout.Evaluation(returns, label)
+        return Evaluation(returns, label)
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask (and its activity for the signed genome), rate and
         history to ``path`` (root only, atomic); the signed weights are re-drawn from the
         seed on load."""
-        arrays = dict(
-            self.optimizer.state(), last_steps=self.last_steps, unit_steps=self.unit_steps
-        )
+        steps = dict(last_steps=self.last_steps, unit_steps=self.evaluation.steps)
+        arrays = dict(self.optimizer.state(), **steps)
         counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)
         return checkpoint.save_agent(path, self, arrays, **counters)
 
@@ -440,7 +354,7 @@ class PrunedGA:
             agent.optimizer.set_state(arrays)
             agent.last_steps = arrays["last_steps"].copy()
             if "unit_steps" in arrays:  # only the next generation's work order needs them
-                agent.unit_steps = arrays["unit_steps"].reshape(agent.unit_steps.shape).copy()
+                agent.evaluation.steps = arrays["unit_steps"].reshape(agent.unit_steps.shape)
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
         return agent

@@ -16,13 +16,13 @@ Making games is :mod:`pgmpi.games`; sharing evaluation episodes over ranks is
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
 
 from pgmpi import rng
 from pgmpi.envs import Game
-from pgmpi.evaluation import Evaluation, evaluation_returns  # noqa: F401 (old home; ga.py)
 from pgmpi.networks import TwoLayerPolicy
 
 
@@ -191,3 +191,45 @@ def episode_rounds(game: Game, act: Callable[[Game], object], stream, piece: Pie
 
     return rounds([game], [stream], choose, min_steps=1, whole_games=True, frames=frames,
                   pieces=[piece])  # fmt: skip
+
+
+class Episode:
+    """One episode played a step at a time (:meth:`advance`) in ``game`` (a new one: Box2D
+    envs carry state from one episode into the next), taking ``act(game)`` each step and
+    seeded from ``stream``; the same steps as :func:`episode`, whether played at once
+    (:meth:`finish`) or between other work (PrunedGA's playing ahead). ``activity`` (float64
+    zeros or None) is what ``act`` adds each step's Hebbian terms to. ``key``: what the
+    caller calls it."""
+
+    def __init__(self, game: Game, act: Callable[[Game], object], stream, activity=None):
+        self.game = game
+        self.activity = activity
+        self.piece = Piece()
+        self.steps = episode_rounds(game, act, stream, self.piece)
+        self.seconds = 0.0
+        self.key = None
+
+    def advance(self) -> bool:
+        """Play one step; whether the episode has ended."""
+        t = time.perf_counter()
+        over = next(self.steps, True) is True
+        self.seconds += time.perf_counter() - t
+        if over:
+            self.game.close()
+        return over
+
+    def finish(self) -> tuple[float, int, float, np.ndarray | None]:
+        """Play the rest of the episode; its :meth:`result`."""
+        while not self.advance():
+            pass
+        return self.result()
+
+    def result(self) -> tuple[float, int, float, np.ndarray | None]:
+        """(return, steps, seconds, each connection's mean Hebbian term per step or None)."""
+        rewards = self.piece.rewards
+        if self.activity is not None:
+            self.activity /= max(len(rewards), 1)
+        total = 0.0
+        for r in rewards:  # a running sum, step by step (sum() differs between Pythons)
+            total += r
+        return total, len(rewards), self.seconds, self.activity

@@ -1,0 +1,183 @@
+"""How PrunedGA plays a generation over MPI ranks: units of work, a shared counter, one Allreduce.
+
+The unit of work is one episode of one individual (138 x 8 = 1,104 units in the original's
+generation), so ranks stay busy even at 128 ranks. Episode e of individual i in generation
+g is seeded from the stream keyed on (seed, g, i, e), whichever rank plays it, or, for an
+elite kept unchanged, on (seed, g, its index in generation g - 1, e), which is known before
+the generation's ranking is: so its episodes can be played ahead (:mod:`pgmpi.ahead`).
+
+Units are handed out longest-predicted-first (an unchanged elite costed at its own longest
+episode last generation, a mutated child at no less than most: :func:`pgmpi.schedule.predict`),
+one at a time to whichever rank is free, from a counter on rank 0 that ranks advance by
+one-sided MPI (:func:`pgmpi.mpi.shared_counter`): no coordinator, a rank that draws short
+episodes, or runs on a faster core, just plays more units, and a bad prediction costs only
+the units still running at the end.
+
+One Allreduce per generation sums a buffer of named fields (:class:`Sums`) in which each
+slot has exactly one non-zero contributor (the rank that played the unit, or the rank the
+slot belongs to), so the sum is exact and every rank computes the same fitness from it:
+a seed gives the same results, bit for bit, on any number of ranks and under any
+assignment. benchmarks/ga_scaling.py measures and projects the balance from what
+:class:`UnitEvaluation` keeps of each generation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pgmpi import mpi, rng, schedule
+
+
+class Sums:
+    """Named float64 arrays laid end to end in one buffer, so that one Allreduce sums them all:
+    ``Sums(returns=(P, E), busy=(n,))`` has attributes ``returns`` and ``busy``, zeros, views
+    into ``buffer``. Each rank writes its share, sums ``buffer`` over ranks, reads the sums."""
+
+    def __init__(self, **shapes: tuple[int, ...]):
+        self.buffer = np.zeros(sum(math.prod(shape) for shape in shapes.values()))
+        start = 0
+        for name, shape in shapes.items():
+            end = start + math.prod(shape)
+            setattr(self, name, self.buffer[start:end].reshape(shape))
+            start = end
+
+
+@dataclass
+class Results:
+    """One generation's evaluation: the same on every rank, but for this rank's seconds."""
+
+    returns: np.ndarray  # float64 (P, E): each episode's return
+    steps: np.ndarray  # float64 (P, E): each episode's steps
+    activity: np.ndarray | None  # float64 (P, W), each one's mean Hebbian terms (signed genome)
+    late: bool  # whether any rank had run past the time limit when it ran out of units
+    wait_s: float  # the most idle rank's wait for the others (playing ahead counts as waiting)
+    played_ahead: int  # how many of the units were played at the generation before's end
+    play_s: float  # this rank's seconds playing
+    allreduce_s: float  # this rank's seconds in the Allreduce
+
+
+class UnitEvaluation:
+    """A PrunedGA's populations played over all ranks, an episode of an individual at a time.
+
+    Args:
+        ga: the :class:`~pgmpi.ga.PrunedGA` whose populations it plays: its ``config``
+            (``seed``, ``population_size``, ``episodes_per_individual``), ``net``,
+            ``optimizer`` (each individual's parent, and which are mutated), ``trace`` and
+            ``_play(weights, stream, activity)``, which plays one episode (and, for playing
+            ahead, ``fitness`` and ``_episode``, which makes one to play a step at a time).
+
+    Attributes (what a benchmark reads after each generation, e.g. from ``train``'s
+    callback; units are (P, E): individual by episode):
+        steps: float64 (P, E), each unit's steps (the next generation's predictions).
+        seconds: float64 (P, E), each unit's seconds playing: every rank's with ``trace``
+            on (they travel in the Allreduce only then), else only this rank's (0 elsewhere).
+        ranks: int64 (P, E), the rank that played each unit (always shared: one number a
+            unit beside its return and steps, it shows how the counter shared them out).
+        costs: float64 (P * E,), the predictions the units were handed out by (unit
+            ``i * E + e``); parents: int64 (P,), the parents they were predicted from.
+        units: ``units(costs)``, this rank's units in the order it plays them (see
+            :meth:`units`); another schedule may replace it, on every rank.
+
+    Collective: every rank must construct it, at the same point.
+    """
+
+    def __init__(self, ga):
+        self.ga = ga
+        P, E = ga.config["population_size"], ga.config["episodes_per_individual"]
+        self.W = ga.net.n_weights if ga.net.hebbian else 0  # activities per unit
+        self.steps = np.zeros((P, E))
+        self.seconds = np.zeros((P, E))
+        self.ranks = np.zeros((P, E), dtype=np.int64)
+        self.costs = np.zeros(P * E)
+        self.parents = np.full(P, -1, dtype=np.int64)
+        self.elite_of = np.full(P, -1, dtype=np.int64)  # an unchanged elite's index in g - 1
+        self.counter = mpi.shared_counter()  # collective the first time in a process
+
+    def run(self, masks: np.ndarray, g: int, late: Callable[[], bool]) -> Results:
+        """Play every episode of every individual of generation ``g`` (bool masks (P, W)),
+        each once on one rank, and sum the results over ranks; ``late()``: whether this
+        rank has run past the time limit. Collective: every rank must call this."""
+        opt = self.ga.optimizer
+        P, E = self.steps.shape
+        me, n = mpi.rank(), mpi.size()
+        self.parents = opt.parents.copy()
+        self.elite_of = np.where(opt.mutated, -1, opt.parents)
+        # Episodes end in a fall early or run long, and a long unit handed out last keeps
+        # every other rank waiting: predict each unit's steps from last generation's.
+        longest = self.steps.max(axis=1)
+        self.costs = np.repeat(schedule.predict(longest, opt.parents, opt.mutated), E)
+        traced = dict(seconds=(P, E)) if self.ga.trace else {}
+        # each slot written by one rank only: ranks as player + 1, so that 0 is "not played"
+        sums = Sums(returns=(P, E), steps=(P, E), **traced, ranks=(P, E),
+                    activity=(P, E, self.W), busy=(n,), late=(n,), ahead=(n,))  # fmt: skip
+        self.seconds = np.zeros((P, E))
+        t0 = time.perf_counter()
+        self.begin(sums, g)
+        for u in self.units(self.costs):
+            i, e = divmod(int(u), E)
+            if not self.claim(g, i, e):
+                continue  # played already, by a rank that played ahead
+            activity = np.zeros(self.W) if self.W else None
+            t = time.perf_counter()
+            stream = self.stream(g, i, e)
+            ret, steps = self.ga._play(self.ga.net.weights(masks[i]), stream, activity)
+            self.record(sums, int(u), (ret, steps, time.perf_counter() - t, activity), g)
+        t1 = time.perf_counter()
+        sums.busy[me], sums.late[me] = t1 - t0, late()
+        mpi.allreduce_sum_(sums.buffer, meanwhile=self.meanwhile(g, masks))  # all results, once
+        t2 = time.perf_counter()
+        self.steps = sums.steps.copy()
+        if self.ga.trace:
+            self.seconds = sums.seconds.copy()
+        self.ranks = sums.ranks.astype(np.int64) - 1
+        activity = None
+        if self.W:  # each individual's mean over its episodes, in the same order on every rank
+            activity = sums.activity.sum(axis=1) / E
+        wait = sums.busy.max() - sums.busy.min()
+        late, ahead = bool(sums.late.any()), int(sums.ahead.sum())
+        return Results(sums.returns, self.steps, activity, late, wait, ahead, t1 - t0, t2 - t1)
+
+    def units(self, costs: np.ndarray):
+        """This rank's units of work (indices into ``costs``), longest predicted first, each
+        taken from a counter shared by all ranks when this rank is free: self-scheduling.
+        Which rank plays a unit never changes its result."""
+        return schedule.self_scheduled(costs, self.counter)
+
+    def stream(self, g: int, i: int, e: int) -> np.random.Generator:
+        """Episode e of individual i of generation g: keyed on (g, i, e), or, for an
+        unchanged elite, on (g, its index in generation g - 1, e)."""
+        x = int(self.elite_of[i])
+        if x >= 0:
+            return self.elite_stream(g, x, e)
+        return rng.stream(self.ga.config["seed"], rng.GA_EVALUATION, g, i, e)
+
+    def elite_stream(self, g: int, x: int, e: int) -> np.random.Generator:
+        """Episode e of generation g of the unchanged elite that was individual x in g - 1."""
+        return rng.stream(self.ga.config["seed"], rng.GA_ELITE_EVALUATION, g, x, e)
+
+    def record(self, sums: Sums, u: int, result: tuple, g: int) -> None:
+        """Write unit ``u``'s (return, steps, seconds, activity) into ``sums``."""
+        i, e = divmod(u, self.steps.shape[1])
+        sums.returns[i, e], sums.steps[i, e], self.seconds[i, e], activity = result
+        sums.ranks[i, e] = mpi.rank() + 1
+        if self.ga.trace:
+            sums.seconds[i, e] = self.seconds[i, e]
+        if self.W:
+            sums.activity[i, e] = activity
+
+    # What playing ahead (pgmpi.ahead.PlayingAhead) changes; here, nothing is played ahead.
+    def begin(self, sums: Sums, g: int) -> None:
+        """Before this rank plays generation g's units. Collective."""
+
+    def claim(self, g: int, i: int, e: int) -> bool:
+        """Whether this rank is to play episode e of individual i, handed to it."""
+        return True
+
+    def meanwhile(self, g: int, masks: np.ndarray) -> Callable[[], bool] | None:
+        """Work for this rank while it waits for the others at generation g's end."""
+        return None
