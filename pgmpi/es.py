@@ -54,11 +54,11 @@ class NoiseTable:
 
 
 def centred_ranks(x: np.ndarray) -> np.ndarray:
-    """float64, ``x``'s shape: each value's rank among all of them, scaled to [-0.5, 0.5]
-    (ties: the earlier one ranks lower). Fitness shaping: only the order of returns counts."""
-    ranks = np.empty(x.size)
-    ranks[np.argsort(x.ravel(), kind="stable")] = np.arange(x.size)
-    return (ranks / max(x.size - 1, 1) - 0.5).reshape(x.shape)
+    """float64, ``x``'s shape: each value's rank among all of them (equal values share their
+    mean rank), scaled to [-0.5, 0.5]. Fitness shaping: only the order of returns counts."""
+    flat = np.sort(x.ravel())
+    low, high = np.searchsorted(flat, x, "left"), np.searchsorted(flat, x, "right") - 1
+    return (low + high) / (2 * max(x.size - 1, 1)) - 0.5
 
 
 def es_gradient(table: NoiseTable, indices: np.ndarray, shaped: np.ndarray, sigma: float, n: int):

@@ -35,6 +35,7 @@ MAIN_METRICS = (
     "charts/running_reward",
     "charts/best_fitness",  # PrunedGA
     "charts/mean_fitness",
+    "charts/current_return",  # ParallelES (it has the two above too)
 )
 X_AXES = {  # --x choice: (progress.csv column, axis label)
     "steps": ("steps", "agent steps (all ranks)"),
