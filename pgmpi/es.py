@@ -1,22 +1,16 @@
-"""ParallelES: evolution strategies with a shared noise table, over MPI ranks.
+"""ParallelES: evolution strategies with a shared noise table over MPI ranks: Algorithm 2 of
+Salimans, Ho, Chen, Sidor and Sutskever, "Evolution Strategies as a Scalable Alternative to
+Reinforcement Learning" (2017).
 
-Algorithm 2 of Salimans, Ho, Chen, Sidor and Sutskever, "Evolution Strategies as a Scalable
-Alternative to Reinforcement Learning" (2017). Every rank builds the same table of Gaussian
-noise from the run's seed (:class:`NoiseTable`), so a perturbation is an index into it: a
-generation's pairs are drawn from streams keyed on (seed, generation, pair), the same on
-every rank, and nothing but each episode's return and steps travels, however big the network.
-
-A generation reads as ask, evaluate, tell. Ask: each antithetic pair p starts at an index
-of the table, and its networks are theta + sigma eps_p and theta - sigma eps_p. Evaluate:
-each episode (a pair and a sign, or the unperturbed network) is a unit of work taken from
-the shared counter by whichever rank is free, as PrunedGA's are (:mod:`pgmpi.units`), seeded
-from (seed, generation, pair, sign), and writes its return into its own slot of one buffer
-summed by one Allreduce (:class:`pgmpi.units.Sums`): exact, since each slot has one writer.
-Tell: returns are shaped to centred ranks, the ES gradient is
-``sum_p (F+_p - F-_p) eps_p / (population sigma)``, and Adam ascends it minus the weight
-decay. Observations are normalised by running statistics: a few units per generation write
-their observations' sums into their own slots of the same buffer, so those sums, too, are
-the same bits on any number of ranks. Every rank then makes the same update.
+Every rank builds the same table of Gaussian noise from the run's seed, so a perturbation is
+an index into it, drawn from a stream keyed on (seed, generation, pair): only each episode's
+return and steps travel, however big the network. A generation is ask (each antithetic
+pair's index), evaluate (its episodes, +eps and -eps, taken from the shared counter by
+whichever rank is free, as PrunedGA's are, seeded from (seed, generation, pair, sign), each
+writing into its own slots of one buffer summed by one Allreduce, :class:`pgmpi.units.Sums`),
+tell (centred ranks, the ES gradient, Adam with weight decay). The observation statistics
+travel in the same buffer, in slots of the episodes that gathered them, so every sum, and
+so every rank's update, is the same bits on any number of ranks.
 """
 
 from __future__ import annotations
@@ -74,26 +68,19 @@ class ParallelES:
     """Evolution strategies over MPI ranks; every rank must construct it with the same arguments.
 
     Args:
-        env: a gymnasium env id, or a zero-argument function returning an env, with a 1-D box
-            observation and a discrete (argmax output) or a bounded 1-D box action space
-            (tanh output, stretched onto the bounds). A new env is made for each episode.
-        config: the settings to start from (default ``ESConfig()``);
-            :class:`pgmpi.config.ESConfig` documents each one, ``ES_PRESETS`` the paper's.
-        settings: any ESConfig field by name, replacing ``config``'s value.
+        env: a gymnasium id or a function returning an env, as :class:`pgmpi.PrunedGA` takes
+            (discrete actions: argmax output; a bounded box: tanh, stretched onto it).
+        config, settings: an :class:`~pgmpi.config.ESConfig` (default ``ESConfig()``; the
+            paper's is ``ES_PRESETS["paper"]``), and any of its fields by name, replacing it.
         log_dir, blas_threads, quiet, trace, tensorboard, overwrite: as PrunedGA's.
 
-    Attributes:
-        config: the run's settings as a dict; net: the :class:`~pgmpi.networks.MLP`, whose
-        ``params`` are theta; optimizer: the :class:`~pgmpi.optimizers.Adam`; noise: the
-        :class:`NoiseTable`; obs_stats: float64 (2 n_inputs + 1,), the running sums of
-        observations, of their squares, and their count.
+    Attributes: config (the settings, with ``env``), net (the :class:`~pgmpi.networks.MLP`,
+    whose ``params`` are theta), optimizer (:class:`~pgmpi.optimizers.Adam`), noise (the
+    :class:`NoiseTable`), obs_stats (float64: sums of observations, of their squares, count).
 
-    Raises:
-        ConfigError: on every rank, naming the bad value: a bad setting (an odd population,
-            sigma <= 0, ...), a noise table smaller than a perturbation or than this node's
-            memory holds for its ranks, an env that cannot be made, or settings that differ.
-
-    Collective: every rank must call this.
+    Raises ConfigError on every rank, naming the bad value: an odd population, sigma <= 0, a
+    table smaller than a perturbation or than half the node's memory holds for its ranks, an
+    env that cannot be made, settings that differ between ranks. Collective.
     """
 
     algorithm = "ParallelES"
@@ -116,22 +103,20 @@ class ParallelES:
         if probe is not None:
             layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
             self.net = MLP(layers, probe.discrete, rng.stream(cfg.seed, rng.INIT))
-            need = 4 * cfg.noise_table_size
+            size, gib = cfg.noise_table_size, 4 * cfg.noise_table_size * node / 2**30
             problem = first_problem([
-                (cfg.noise_table_size >= self.net.n_params, "noise_table_size",
-                 cfg.noise_table_size, f"at least a perturbation: {self.net.n_params} parameters"),
-                (need * node <= memory_bytes() // 2, "noise_table_size", cfg.noise_table_size,
-                 f"small enough for {node} ranks' tables ({need * node / 2**30:.1f} GiB) to "
-                 f"fit in half of this node's {memory_bytes() / 2**30:.1f} GiB"),
+                (size >= self.net.n_params, "noise_table_size", size,
+                 f"at least a perturbation: {self.net.n_params} parameters"),
+                (gib <= memory_bytes() / 2**31, "noise_table_size", size, f"small enough for "
+                 f"{node} ranks' tables ({gib:.1f} GiB) to fit in half this node's memory"),
             ])  # fmt: skip
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__, trace=trace),
                   problem)  # fmt: skip
-        self.log_dir, self.quiet, self.trace = log_dir, quiet, trace
-        self.tensorboard, self.overwrite = tensorboard, overwrite
+        self.log_dir, self.quiet, self.trace, self.tensorboard = log_dir, quiet, trace, tensorboard
+        self.overwrite, self.probe, self._env = overwrite, probe, env
         self.blas = threads.cap_blas_threads(blas_threads)
-        self.probe, self._env = probe, env
         self.noise = NoiseTable(cfg.noise_table_size, cfg.seed)
         self.optimizer = Adam(self.net.n_params, cfg.learning_rate)
         d = probe.n_inputs
@@ -142,7 +127,7 @@ class ParallelES:
         self.counter = mpi.shared_counter()  # collective the first time in a process
 
     def normaliser(self) -> tuple[np.ndarray, np.ndarray]:
-        """float32 (mean, std) of the observations seen (std at least 0.1)."""
+        """float32 (mean, std, at least 0.1) of the observations seen."""
         d = self.probe.n_inputs
         s, ss, count = self.obs_stats[:d], self.obs_stats[d : 2 * d], self.obs_stats[-1]
         mean = s / count
@@ -152,10 +137,8 @@ class ParallelES:
     def _action(self, layers, norm, obs, stats: np.ndarray | None = None):
         """The env's action for a raw observation; ``stats`` gets its sums, if given."""
         if stats is not None:
-            o, d = np.asarray(obs, dtype=np.float64), len(norm[0])
-            stats[:d] += o
-            stats[d : 2 * d] += np.square(o)
-            stats[-1] += 1
+            o = np.asarray(obs, dtype=np.float64)
+            stats += np.concatenate([o, np.square(o), [1.0]])
         x = np.clip((np.asarray(obs, dtype=np.float32) - norm[0]) / norm[1], -5, 5)
         return self.probe.stretched(self.net.act(layers, x))
 
@@ -209,10 +192,9 @@ class ParallelES:
         return np.array([self.noise.index(stream, n) for stream in streams], dtype=np.int64)
 
     def run(self, indices: np.ndarray, g: int, late: Callable[[], bool]):
-        """Play generation ``g``'s units over all ranks, each once, self-scheduled: unit
-        ``2p + s`` is pair p's network with sign s (0: +, 1: -), and units from
-        ``population_size`` on are the unperturbed network's. Returns (the summed
-        :class:`~pgmpi.units.Sums`, this rank's seconds playing, and in the Allreduce)."""
+        """Play generation ``g``'s units over the ranks, each once: unit ``2p + s`` is pair p
+        with sign s (0: +, 1: -), units from ``population_size`` on the unperturbed network.
+        Returns (the summed :class:`~pgmpi.units.Sums`, seconds playing, in the Allreduce)."""
         c, n, me = self.config, mpi.size(), mpi.rank()
         P, N, d = c["population_size"], self.net.n_params, self.probe.n_inputs
         U = P + c["eval_episodes"]
@@ -253,10 +235,9 @@ class ParallelES:
     def train(self, *, generations: int | None = None, minutes: float | None = None,
               target_return: float | None = None, checkpoint_path: str | Path | None = None,
               checkpoint_every: int = 5, callback: Callable | None = None):  # fmt: skip
-        """Run generations until a limit is reached; returns self. ``target_return``: stop
-        once the unperturbed network's mean return in a generation reaches it (the perturbed
-        ones' mean, with ``eval_episodes=0``). The rest as :meth:`pgmpi.PrunedGA.train`.
-        Collective: every rank must call this."""
+        """Run generations until a limit is reached, as :meth:`pgmpi.PrunedGA.train`; returns
+        self. ``target_return``: of the unperturbed network's episodes in a generation (of
+        the perturbed ones, with ``eval_episodes=0``). Collective."""
         limits = dict(target_return=target_return, checkpoint_path=checkpoint_path,
                       checkpoint_every=checkpoint_every, callback=callback)  # fmt: skip
         return loop.train(self, dict(generations=generations), minutes=minutes, **limits)
@@ -265,10 +246,8 @@ class ParallelES:
         return {"generations": self.generation}
 
     def reached(self, row: dict | None, target_return: float) -> bool:
-        if row is None:
-            return False
         key = "charts/current_return" if self.config["eval_episodes"] else "charts/mean_fitness"
-        return row[key] >= target_return
+        return row is not None and row[key] >= target_return
 
     def header(self) -> str:
         c = self.config
@@ -281,21 +260,19 @@ class ParallelES:
 
     @staticmethod
     def line(r: dict) -> str:
-        return (
-            f"gen {r['generation']:5d} | return current {r['charts/current_return']:8.2f} "
-            f"perturbed mean {r['charts/mean_fitness']:8.2f} best {r['charts/best_fitness']:8.2f}"
-            f" | |grad| {r['charts/grad_norm']:8.3f} | steps {r['perf/env_steps']:8d} "
-            f"{r['perf/steps_per_s']:6.0f}/s | {r['time/generation_s']:6.2f} s "
-            f"(wait {r['perf/wait_s']:5.2f} s)"
-        )
+        return (f"gen {r['generation']:5d} | return current {r['charts/current_return']:8.2f} "
+                f"perturbed mean {r['charts/mean_fitness']:8.2f} best "
+                f"{r['charts/best_fitness']:8.2f} | |grad| {r['charts/grad_norm']:8.3f} | steps "
+                f"{r['perf/env_steps']:8d} "
+                f"{r['perf/steps_per_s']:6.0f}/s | {r['time/generation_s']:6.2f} s "
+                f"(wait {r['perf/wait_s']:5.2f} s)")  # fmt: skip
 
     def evaluate(self, episodes: int = 10) -> rollout.Evaluation:
-        """Mean return of the current network over ``episodes`` new episodes shared out over
-        ranks, with its 95% confidence interval. Collective: every rank must call this."""
+        """The current network's mean return over ``episodes`` new episodes shared out over
+        ranks, with its 95% confidence interval. Collective."""
         ok = is_int(episodes) and episodes >= 1
-        mpi.agree(
-            dict(episodes=episodes), first_problem([(ok, "episodes", episodes, "an int >= 1")])
-        )
+        problem = first_problem([(ok, "episodes", episodes, "an int >= 1")])
+        mpi.agree(dict(episodes=episodes), problem)
         self.evaluations += 1
         play = lambda streams: [self._play(self.net.params, s)[0] for s in streams]  # noqa: E731
         returns = rollout.evaluation_returns(episodes, self.config["seed"], self.evaluations, play)
@@ -309,9 +286,8 @@ class ParallelES:
 
     @classmethod
     def load(cls, path: str | Path, **overrides) -> ParallelES:
-        """A ParallelES restored from ``path``, on any number of ranks; training on gives
-        what an uninterrupted run gives. ``overrides``: as :meth:`pgmpi.PrunedGA.load`.
-        Collective: every rank must call this."""
+        """A ParallelES restored from ``path`` on any number of ranks, to train on exactly as
+        it would have; ``overrides``: as :meth:`pgmpi.PrunedGA.load`. Collective."""
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
         agent = cls(**settings)
         with checkpoint.complete(path, cls.algorithm):
