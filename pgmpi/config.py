@@ -294,6 +294,58 @@ class GAConfig(Settings):
         )
 
 
+@dataclass(frozen=True)
+class ESConfig(Settings):
+    """The settings that define a ParallelES run (with its env): evolution strategies with a
+    shared noise table, as in Salimans et al. (2017). Kept in checkpoints and agreed by
+    every rank; ``ES_PRESETS["paper"]`` holds the paper's."""
+
+    # One field a row, as in PGConfig.
+    # fmt: off
+    hidden_sizes: list = setting([64, 64], "units of each tanh hidden layer ([256, 256] in "
+                                 "the paper)", "positive_int", lambda h: isinstance(
+                                     h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h),
+                                 "a list of ints >= 1", nargs="+")
+    population_size: int = setting(64, "perturbed networks played per generation, in "
+                                   "antithetic pairs (+eps, -eps): even", "positive_int",
+                                   lambda v: is_int(v) and v >= 2 and v % 2 == 0,
+                                   "an even int >= 2 (antithetic pairs)")
+    noise_std: float = setting(0.02, "sigma, the perturbations' standard deviation",
+                               "float", lambda v: is_real(v) and v > 0, "a number > 0")
+    learning_rate: float = setting(0.01, "Adam's step size on the ES gradient", "float",
+                                   lambda v: is_real(v) and v > 0, "a number > 0")
+    weight_decay: float = setting(0.005, "L2 coefficient: Adam ascends the ES gradient minus "
+                                  "this times the parameters", "float",
+                                  lambda v: is_real(v) and v >= 0, "a number >= 0")
+    noise_table_size: int = setting(25_000_000, "float32 numbers in the shared noise table, "
+                                    "built on every rank (100 MB; 12.8 GB for 128 ranks on a "
+                                    "node; the paper's is 250,000,000, one per machine)",
+                                    "positive_int", _int_at_least(1), "an int >= 1")
+    obs_stat_fraction: float = setting(0.01, "share of a generation's perturbed episodes whose "
+                                       "observations update the normalisation statistics "
+                                       "(at least one unless 0; 0.01 in the paper)", "float",
+                                       lambda v: is_real(v) and 0 <= v <= 1, "in [0, 1]")
+    eval_episodes: int = setting(4, "episodes of the unperturbed network per generation, "
+                                 "played with the others (its logged return)", "int",
+                                 _int_at_least(0), "an int >= 0")
+    max_episode_steps: int = setting(MAX_EPISODE_STEPS, "an episode that reaches this many "
+                                     "steps ends there, truncated", None, _int_at_least(1),
+                                     "an int >= 1")
+    seed: int = setting(0, "root seed of every random stream in the run (the noise table's "
+                        "too)", "int", _int_at_least(0), "an int >= 0")
+    # fmt: on
+
+
+# ParallelES's named settings: "paper" is Salimans et al.'s (2017) MuJoCo settings, as their
+# code ran them: 10,000 episodes a generation, sigma 0.02, Adam 0.01, L2 0.005, two hidden
+# layers of 256 tanh units, observation statistics from 1% of episodes, a 250 M-number table.
+ES_PRESETS = {
+    "default": ESConfig(),
+    "paper": replace(ESConfig(), hidden_sizes=[256, 256], population_size=10_000,
+                     noise_std=0.02, learning_rate=0.01, weight_decay=0.005,
+                     noise_table_size=250_000_000, obs_stat_fraction=0.01),
+}  # fmt: skip
+
 # The options of a run that do not change its results (not kept in checkpoints).
 RUN_RULES = {
     "blas_threads": (lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1"),

@@ -1,4 +1,4 @@
-"""The training loop ParallelPG and PrunedGA share: limits, progress lines, checkpoints, Ctrl-C.
+"""The training loop ParallelPG, PrunedGA and ParallelES share: limits, lines, checkpoints, Ctrl-C.
 
 An algorithm hands :func:`train` itself, as a :class:`Trainable`: its one step (an update,
 a generation), its counters and its figures. This module makes the logger, checks the

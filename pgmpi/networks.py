@@ -6,6 +6,8 @@
   live in one flat float32 vector, so averaging gradients over ranks is one buffer.
   Inputs are sparse: Pong's frame difference has about 20-40 non-zero pixels out of 6,400,
   so the first layer only touches the rows of ``W1`` for those pixels.
+* :class:`MLP` is ParallelES's: tanh hidden layers with biases, all parameters one flat
+  float32 vector, so a perturbation is one slice of the shared noise table.
 * :class:`PrunedNetwork`, the GA's all-ones network, moved to :mod:`pgmpi.genomes` and is
   still importable from here.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pgmpi.genomes import PrunedNetwork  # noqa: F401 (its old home: imports keep working)
+from pgmpi.genomes import PrunedNetwork, matvec  # noqa: F401 (PrunedNetwork's old home)
 
 
 def sparse(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -193,3 +195,49 @@ class TwoLayerPolicy:
         grad = np.zeros_like(self.params)
         grad.reshape(-1, self.n_hidden)[rows] = block
         return grad
+
+
+class MLP:
+    """``x_k = tanh(x_{k-1} @ W_k + b_k)``; the output is the argmax of the last layer's
+    pre-activation (discrete actions) or its tanh (continuous ones).
+
+    Every parameter lives in one flat float32 vector, layer after layer, each layer an
+    (n_in + 1, n_out) block whose last row is the bias, so ParallelES perturbs a network by
+    adding one slice of its noise table. Weights start as in Salimans et al.'s code: each
+    column normal, scaled to norm 1 (0.01 for the output layer), biases 0.
+
+    Args:
+        sizes: (n_inputs, hidden..., n_actions).
+        discrete: argmax output if True, tanh if False.
+        rng: draws the initial weights.
+
+    Attributes:
+        params: float32 (n_params,), the flat vector (:meth:`layers` views any such vector).
+    """
+
+    def __init__(self, sizes: tuple[int, ...], discrete: bool, rng: np.random.Generator):
+        self.sizes = tuple(int(s) for s in sizes)
+        self.discrete = discrete
+        self.shapes = [(a + 1, b) for a, b in zip(self.sizes[:-1], self.sizes[1:], strict=False)]
+        self.n_params = sum(a * b for a, b in self.shapes)
+        self.params = np.zeros(self.n_params, dtype=np.float32)
+        for k, w in enumerate(self.layers(self.params)):
+            scale = 0.01 if k == len(self.shapes) - 1 else 1.0
+            draw = rng.standard_normal(w[:-1].shape)
+            w[:-1] = draw * scale / np.sqrt(np.square(draw).sum(axis=0, keepdims=True))
+
+    def layers(self, params: np.ndarray) -> list[np.ndarray]:
+        """Views of flat ``params`` as each layer's (n_in + 1, n_out) block."""
+        out, start = [], 0
+        for a, b in self.shapes:
+            out.append(params[start : start + a * b].reshape(a, b))
+            start += a * b
+        return out
+
+    def act(self, layers: list[np.ndarray], x: np.ndarray):
+        """The action for one float32 input: an int (discrete) or a float32 vector. Sums run
+        in a fixed order (:func:`pgmpi.genomes.matvec`), so no BLAS kernel changes a bit."""
+        for w in layers[:-1]:
+            x = np.tanh(matvec(x, w[:-1]) + w[-1])
+        y = matvec(x, layers[-1][:-1]) + layers[-1][-1]
+        return int(np.argmax(y)) if self.discrete else np.tanh(y)

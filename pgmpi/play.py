@@ -3,17 +3,17 @@
     python -m pgmpi.play runs/pong/checkpoint.npz --gif pong.gif
     python -m pgmpi.play runs/walker/checkpoint.npz --gif walker.gif --every 2 --scale 0.5
 
-Loads a ParallelPG or PrunedGA checkpoint (whichever wrote it), plays ``--episodes`` new
+Loads a ParallelPG, PrunedGA or ParallelES checkpoint (whichever wrote it), plays ``--episodes`` new
 episodes of its env in one process, as trained (for Pong: with the run's sticky actions and
 frame skip), rendering every frame (``render_mode="rgb_array"``; for Pong, the emulator's
 screen after each agent step), and writes every ``--every``-th one, scaled by ``--scale``,
 to the GIF with Pillow (``pip install pgmpi[play]``; it writes identical consecutive frames
 as one that lasts as long). ParallelPG samples its actions from the policy, as in training
 and in ``evaluate`` (``--greedy`` takes the most likely one); PrunedGA plays the best
-network it has seen. Episodes are seeded from ``--seed``. Prints each episode's return
-(and, for Pong, the points won and lost), then the mean with its 95% confidence interval
-and how the episodes were played. A missing, corrupt or foreign checkpoint is one line on
-stderr and exit status 2.
+network it has seen, ParallelES its current one. Episodes are seeded from ``--seed``.
+Prints each episode's return (and, for Pong, the points won and lost), then the mean with
+its 95% confidence interval and how the episodes were played. A missing, corrupt or
+foreign checkpoint is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -31,14 +31,15 @@ from pgmpi.pong import PongGame
 from pgmpi.pong import protocol as pong_protocol
 from pgmpi.rollout import sample
 
-ALGORITHMS = ("ParallelPG", "PrunedGA")
+ALGORITHMS = ("ParallelPG", "PrunedGA", "ParallelES")
 
 
 def _policy(agent, algorithm: str, stream: np.random.Generator, greedy: bool):
     """The agent's action for a game, as in training: ParallelPG samples from the policy it
     plays (``agent.policy``, the running average of its parameters unless it keeps none; or,
-    ``greedy``, takes the most likely action); PrunedGA's best network acts."""
-    if algorithm == "PrunedGA":
+    ``greedy``, takes the most likely action); PrunedGA's best network acts, ParallelES's
+    current one."""
+    if algorithm in ("PrunedGA", "ParallelES"):
         return lambda game: agent.act(game.obs)
 
     def act(game):
@@ -50,14 +51,14 @@ def _policy(agent, algorithm: str, stream: np.random.Generator, greedy: bool):
 
 def load(path: Path):
     """(agent, algorithm name) from ``path``; ValueError naming what is wrong otherwise."""
-    from pgmpi import ParallelPG, PrunedGA
+    from pgmpi import ParallelES, ParallelPG, PrunedGA
 
     algorithm = checkpoint.algorithm_of(path)
     if algorithm not in ALGORITHMS:
         raise ValueError(
-            f"checkpoint {str(path)!r} was written by {algorithm!r}, not ParallelPG or PrunedGA"
+            f"checkpoint {str(path)!r} was written by {algorithm!r}, not {', '.join(ALGORITHMS)}"
         )
-    cls = ParallelPG if algorithm == "ParallelPG" else PrunedGA
+    cls = {"ParallelPG": ParallelPG, "PrunedGA": PrunedGA, "ParallelES": ParallelES}[algorithm]
     agent = cls.load(path, quiet=True, blas_threads=1)
     if agent.config["env"].startswith("custom"):
         raise ValueError(f"checkpoint {str(path)!r}: its env was made by a function, not an id")
@@ -70,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("checkpoint", type=Path, help="a ParallelPG or PrunedGA checkpoint.npz")
+    p.add_argument(
+        "checkpoint", type=Path, help="a ParallelPG, PrunedGA or ParallelES checkpoint.npz"
+    )
     p.add_argument("--gif", type=Path, required=True, help="the animated GIF to write")
     p.add_argument("--episodes", type=int, default=1, help="episodes to play (1)")
     p.add_argument("--max-frames", type=int, help="stop once this many frames are kept (none)")
@@ -143,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     ms = 10 * max(1, round(100 / args.fps))  # GIF times frames in hundredths of a second
     kept[0].save(args.gif, save_all=True, append_images=kept[1:], duration=ms, loop=0)
     protocol = pong_protocol(sticky, skip) if pong else "env"
-    policy = "best network" if algorithm == "PrunedGA" else "greedy" if args.greedy else "sampled"
+    policy = {"PrunedGA": "best network", "ParallelES": "current network"}.get(
+        algorithm, "greedy" if args.greedy else "sampled"
+    )
     score = Evaluation(np.array(returns), f"{protocol}, {policy}")
     print(
         f"score {score}, {algorithm} on {env_id}; wrote {args.gif}: {len(kept)} frames of {ms} ms",

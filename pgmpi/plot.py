@@ -9,8 +9,9 @@ steps per second, then every other ``charts/`` column that changes; the title na
 that do not (default ``LOG_DIR/progress.png``). The
 second draws the main curves of several runs on one figure, one line per run labelled by
 its folder name (default ``compare.png`` in the current folder): for ParallelPG the mean
-return of the last 100 games and the running reward, for PrunedGA the best and the mean
-fitness, against steps (generations if every run is a GA) and against minutes of training,
+return of the last 100 games and the running reward, for PrunedGA and ParallelES the best
+and the mean fitness (and ES's unperturbed network's return), against steps (generations if
+every run has them) and against minutes of training,
 or against the one axis ``--x`` names. A run folder that is missing or holds no rows, or an
 ``--out`` that is a folder, is one line on stderr and exit status 2. The third draws
 ``trace.csv`` (written with ``trace=True`` / ``--trace``) like a profiler's timeline: one
@@ -39,6 +40,7 @@ MAIN_METRICS = (
     "charts/running_reward",
     "charts/best_fitness",  # PrunedGA
     "charts/mean_fitness",
+    "charts/current_return",  # ParallelES (it has the two above too)
 )
 X_AXES = {  # --x choice: (progress.csv column, axis label)
     "steps": ("steps", "agent steps (all ranks)"),

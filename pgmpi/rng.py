@@ -18,6 +18,9 @@ GA_EVALUATION = 3  # one GA episode: (GA_EVALUATION, generation, individual, epi
 EVALUATE = 4  # evaluation episodes after training: (EVALUATE, call, episode)
 GA_VALUES = 5  # the signed GA genome's weight values, drawn once: (INIT, GA_VALUES)
 GA_ELITE_EVALUATION = 6  # an unchanged elite's GA episode: (.., generation, last index, episode)
+ES_NOISE = 7  # ParallelES's shared noise table, drawn once on every rank: (ES_NOISE,)
+ES_PERTURBATION = 8  # where pair p of ES generation g starts in the table: (.., g, p)
+ES_EPISODE = 9  # one ES episode: (ES_EPISODE, generation, pair, sign: 0 +, 1 -, 2 unperturbed)
 
 
 def stream(seed: int, *key: int) -> np.random.Generator:

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from pgmpi import ParallelPG, PrunedGA
+from pgmpi import ParallelES, ParallelPG, PrunedGA
 
 Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed (pip install pgmpi[play])")
 
@@ -34,13 +34,16 @@ def checkpoints(tmp_path_factory):
     where = tmp_path_factory.mktemp("ck")
     pg = ParallelPG(env="CartPole-v1", hidden_size=8, slots=2, steps_per_slot=1, quiet=True)
     ga = PrunedGA(env="CartPole-v1", hidden_sizes=[4], population_size=8, quiet=True)
+    es = ParallelES(env="CartPole-v1", hidden_sizes=[4], population_size=4, quiet=True,
+                    noise_table_size=1000)  # fmt: skip
     return {
         "ParallelPG": pg.train(updates=1).save(where / "pg.npz"),
         "PrunedGA": ga.train(generations=1).save(where / "ga.npz"),
+        "ParallelES": es.train(generations=1).save(where / "es.npz"),
     }
 
 
-@pytest.mark.parametrize("algorithm", ["ParallelPG", "PrunedGA"])
+@pytest.mark.parametrize("algorithm", ["ParallelPG", "PrunedGA", "ParallelES"])
 def test_gif_has_a_frame_per_kept_step(checkpoints, algorithm, tmp_path):
     gif = tmp_path / "a.gif"
     proc = _play(checkpoints[algorithm], "--gif", gif, "--episodes", "2", "--every", "2")
@@ -53,7 +56,7 @@ def test_gif_has_a_frame_per_kept_step(checkpoints, algorithm, tmp_path):
     assert _gif_frames(gif) == (kept * 40, (600, 400))  # 25 fps: 40 ms each
     returns = [float(r) for r in re.findall(r"return ([-+\d.]+) in", proc.stdout)]
     half = 1.96 * np.std(returns, ddof=1) / np.sqrt(2)
-    policy = "sampled" if algorithm == "ParallelPG" else "best network"
+    policy = {"ParallelPG": "sampled", "PrunedGA": "best network"}.get(algorithm, "current network")
     score = f"score {np.mean(returns):+.2f} \u00b1 {half:.2f} (95% CI, 2 episodes, env, {policy})"
     assert score in proc.stdout, proc.stdout
 

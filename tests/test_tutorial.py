@@ -114,8 +114,8 @@ def commands(code: str) -> list[list[str]]:
 # ---------------------------------------------------------------- tier 1: the markdown
 
 
-def test_the_tutorial_has_its_eight_steps_and_readme_links_it():
-    assert len(STEPS) == 8, [p.name for p in STEPS]
+def test_the_tutorial_has_its_nine_steps_and_readme_links_it():
+    assert len(STEPS) == 9, [p.name for p in STEPS]
     readme = (ROOT / "README.md").read_text()
     assert "docs/tutorial/README.md" in readme, "README.md does not link the tutorial"
 

@@ -1,0 +1,300 @@
+"""ParallelES: evolution strategies with a shared noise table over MPI ranks: Algorithm 2 of
+Salimans, Ho, Chen, Sidor and Sutskever, "Evolution Strategies as a Scalable Alternative to
+Reinforcement Learning" (2017).
+
+Every rank builds the same table of Gaussian noise from the run's seed, so a perturbation is
+an index into it, drawn from a stream keyed on (seed, generation, pair): only each episode's
+return and steps travel, however big the network. A generation is ask (each antithetic
+pair's index), evaluate (its episodes, +eps and -eps, taken from the shared counter by
+whichever rank is free, as PrunedGA's are, seeded from (seed, generation, pair, sign), each
+writing into its own slots of one buffer summed by one Allreduce, :class:`pgmpi.units.Sums`),
+tell (centred ranks, the ES gradient, Adam with weight decay). The observation statistics
+travel in the same buffer, in slots of the episodes that gathered them, so every sum, and
+so every rank's update, is the same bits on any number of ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from pgmpi import checkpoint, loop, mpi, rng, rollout, schedule, threads
+from pgmpi.config import ESConfig, first_problem, is_int, memory_bytes, resolve
+from pgmpi.envs import Game
+from pgmpi.evaluation import Evaluation, evaluation_returns
+from pgmpi.networks import MLP
+from pgmpi.optimizers import Adam
+from pgmpi.units import Sums
+from pgmpi.version import __version__
+
+
+class NoiseTable:
+    """``size`` float32 standard normals drawn from ``rng.stream(seed, rng.ES_NOISE)``: the
+    same table on every rank. Perturbation ``i`` of ``n`` parameters is ``noise[i : i + n]``."""
+
+    def __init__(self, size: int, seed: int):
+        self.noise = rng.stream(seed, rng.ES_NOISE).standard_normal(size, dtype=np.float32)
+        self.noise.flags.writeable = False
+
+    def index(self, stream: np.random.Generator, n: int) -> int:
+        """A start for a perturbation of ``n`` numbers, drawn from ``stream``."""
+        return int(stream.integers(0, len(self.noise) - n + 1))
+
+    def get(self, i: int, n: int) -> np.ndarray:
+        return self.noise[i : i + n]
+
+
+def centred_ranks(x: np.ndarray) -> np.ndarray:
+    """float64, ``x``'s shape: each value's rank among all of them (equal values share their
+    mean rank), scaled to [-0.5, 0.5]. Fitness shaping: only the order of returns counts."""
+    flat = np.sort(x.ravel())
+    low, high = np.searchsorted(flat, x, "left"), np.searchsorted(flat, x, "right") - 1
+    return (low + high) / (2 * max(x.size - 1, 1)) - 0.5
+
+
+def es_gradient(table: NoiseTable, indices: np.ndarray, shaped: np.ndarray, sigma: float, n: int):
+    """float64 (n,): ``sum_p (shaped[p, 0] - shaped[p, 1]) eps_p / (2 pairs sigma)``, eps_p
+    the table's ``n`` numbers from ``indices[p]``; summed pair after pair, in order."""
+    g = np.zeros(n)
+    for i, (plus, minus) in zip(indices, shaped, strict=True):
+        g += (plus - minus) * table.get(int(i), n)
+    return g / (shaped.size * sigma)
+
+
+class ParallelES:
+    """Evolution strategies over MPI ranks; every rank must construct it with the same arguments.
+
+    Args:
+        env: a gymnasium id or a function returning an env, as :class:`pgmpi.PrunedGA` takes
+            (discrete actions: argmax output; a bounded box: tanh, stretched onto it).
+        config, settings: an :class:`~pgmpi.config.ESConfig` (default ``ESConfig()``; the
+            paper's is ``ES_PRESETS["paper"]``), and any of its fields by name, replacing it.
+        log_dir, blas_threads, quiet, trace, tensorboard, overwrite: as PrunedGA's.
+
+    Attributes: config (the settings, with ``env``), net (the :class:`~pgmpi.networks.MLP`,
+    whose ``params`` are theta), optimizer (:class:`~pgmpi.optimizers.Adam`), noise (the
+    :class:`NoiseTable`), obs_stats (float64: sums of observations, of their squares, count).
+
+    Raises ConfigError on every rank, naming the bad value: an odd population, sigma <= 0, a
+    table smaller than a perturbation or than half the node's memory holds for its ranks, an
+    env that cannot be made, settings that differ between ranks. Collective.
+    """
+
+    algorithm = "ParallelES"
+
+    def __init__(self, *, env: str | Callable = "CartPole-v1", config: ESConfig | None = None,
+                 log_dir: str | Path | None = None, blas_threads: int | None = None,
+                 quiet: bool = False, trace: bool = False, tensorboard: bool = False,
+                 overwrite: bool = False, **settings):  # fmt: skip
+        mpi.init()
+        run = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
+        cfg, problem = resolve(ESConfig, config, settings, run)
+        problem = mpi.launcher_problem() or problem
+        probe, node = None, mpi.ranks_on_node()  # collective: before any rank can fail
+        if problem is None:
+            try:
+                probe = Game(env)
+                probe.close()
+            except Exception as e:  # any failure to make the env is the user's input
+                problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
+        if probe is not None:
+            layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
+            self.net = MLP(layers, probe.discrete, rng.stream(cfg.seed, rng.INIT))
+            size, gib = cfg.noise_table_size, 4 * cfg.noise_table_size * node / 2**30
+            problem = first_problem([
+                (size >= self.net.n_params, "noise_table_size", size,
+                 f"at least a perturbation: {self.net.n_params} parameters"),
+                (gib <= memory_bytes() / 2**31, "noise_table_size", size, f"small enough for "
+                 f"{node} ranks' tables ({gib:.1f} GiB) to fit in half this node's memory"),
+            ])  # fmt: skip
+        name = probe.env_id if probe else env if isinstance(env, str) else "custom"
+        self.config = {"env": name} | cfg.as_dict()
+        mpi.agree(dict(self.config, version=__version__, numpy=np.__version__, trace=trace),
+                  problem)  # fmt: skip
+        self.log_dir, self.quiet, self.trace, self.tensorboard = log_dir, quiet, trace, tensorboard
+        self.overwrite, self.probe, self._env = overwrite, probe, env
+        self.blas = threads.cap_blas_threads(blas_threads)
+        self.noise = NoiseTable(cfg.noise_table_size, cfg.seed)
+        self.optimizer = Adam(self.net.n_params, cfg.learning_rate)
+        d = probe.n_inputs
+        self.obs_stats = np.concatenate([np.zeros(d), np.full(d, 1e-2), [1e-2]])
+        self.pairs = cfg.population_size // 2
+        self.stat_units = math.ceil(cfg.obs_stat_fraction * cfg.population_size - 1e-9)
+        self.generation = self.steps = self.evaluations = 0
+        self.counter = mpi.shared_counter()  # collective the first time in a process
+
+    def normaliser(self) -> tuple[np.ndarray, np.ndarray]:
+        """float32 (mean, std, at least 0.1) of the observations seen."""
+        d = self.probe.n_inputs
+        s, ss, count = self.obs_stats[:d], self.obs_stats[d : 2 * d], self.obs_stats[-1]
+        mean = s / count
+        std = np.sqrt(np.maximum(ss / count - np.square(mean), 1e-2))
+        return mean.astype(np.float32), std.astype(np.float32)
+
+    def _action(self, layers, norm, obs, stats: np.ndarray | None = None):
+        """The env's action for a raw observation; ``stats`` gets its sums, if given."""
+        if stats is not None:
+            o = np.asarray(obs, dtype=np.float64)
+            stats += np.concatenate([o, np.square(o), [1.0]])
+        x = np.clip((np.asarray(obs, dtype=np.float32) - norm[0]) / norm[1], -5, 5)
+        return self.probe.stretched(self.net.act(layers, x))
+
+    def _play(self, params: np.ndarray, stream, stats=None) -> tuple[float, int]:
+        """Return and steps of one episode of ``params``, in a new env seeded from ``stream``."""
+        game = Game(self._env, self.config["max_episode_steps"])
+        layers, norm = self.net.layers(params), self.normaliser()
+        act = lambda game: self._action(layers, norm, game.obs, stats)  # noqa: E731
+        return rollout.Episode(game, act, stream).finish()[:2]
+
+    def act(self, observation: np.ndarray):
+        """The current network's action for one raw env observation (normalised as in
+        training): an int, or a float vector within the env's bounds. Not collective."""
+        Game._checked(observation, (self.probe.n_inputs,))
+        return self._action(self.net.layers(self.net.params), self.normaliser(), observation)
+
+    def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
+        """One generation: ask, evaluate, tell (see :class:`pgmpi.loop.Trainable`)."""
+        t0 = time.perf_counter()
+        g = self.generation
+        indices = self.ask(g)
+        late = lambda: minutes is not None and time.perf_counter() - start >= 60 * minutes  # noqa: E731
+        sums, play_s, allreduce_s = self.run(indices, g, late)  # collective: every episode once
+        P = self.config["population_size"]
+        returns, current = sums.returns[:P], sums.returns[P:]
+        if not np.all(np.isfinite(sums.returns)):
+            raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
+        grad = self.tell(indices, returns.reshape(-1, 2), sums.stats.sum(axis=0))
+        self.steps += int(sums.steps.sum())
+        seconds = time.perf_counter() - t0
+        row = {
+            "generation": g, "steps": self.steps,
+            "charts/best_fitness": returns.max(), "charts/mean_fitness": returns.mean(),
+            "charts/min_fitness": returns.min(),
+            "charts/current_return": current.mean() if len(current) else float("nan"),
+            "charts/grad_norm": float(np.linalg.norm(grad)),
+            "charts/param_norm": float(np.linalg.norm(self.net.params.astype(np.float64))),
+            "perf/env_steps": int(sums.steps.sum()),
+            "perf/steps_per_s": sums.steps.sum() / max(seconds, 1e-9),
+            "perf/wait_s": sums.busy.max() - sums.busy.min(),
+            "perf/allreduce_bytes": sums.buffer.nbytes, "perf/allreduce_s": allreduce_s,
+            "time/generation_s": seconds, "time/elapsed_s": time.perf_counter() - start,
+        }  # fmt: skip
+        mine = dict(start_s=t0 - start, play_s=play_s, grad_s=0.0, allreduce_s=allreduce_s)
+        return row, bool(sums.late.any()), dict(mine, total_s=seconds)
+
+    def ask(self, g: int) -> np.ndarray:
+        """int64 (pairs,): where each antithetic pair of generation ``g`` starts in the table."""
+        seed, n = self.config["seed"], self.net.n_params
+        streams = (rng.stream(seed, rng.ES_PERTURBATION, g, p) for p in range(self.pairs))
+        return np.array([self.noise.index(stream, n) for stream in streams], dtype=np.int64)
+
+    def run(self, indices: np.ndarray, g: int, late: Callable[[], bool]):
+        """Play generation ``g``'s units over the ranks, each once: unit ``2p + s`` is pair p
+        with sign s (0: +, 1: -), units from ``population_size`` on the unperturbed network.
+        Returns (the summed :class:`~pgmpi.units.Sums`, seconds playing, in the Allreduce)."""
+        c, n, me = self.config, mpi.size(), mpi.rank()
+        P, N, d = c["population_size"], self.net.n_params, self.probe.n_inputs
+        U = P + c["eval_episodes"]
+        traced = dict(seconds=(U,)) if self.trace else {}
+        sums = Sums(returns=(U,), steps=(U,), ranks=(U,), **traced,
+                    stats=(self.stat_units, 2 * d + 1), busy=(n,), late=(n,))  # fmt: skip
+        sigma, theta = np.float32(c["noise_std"]), self.net.params
+        t0 = time.perf_counter()
+        for u in schedule.self_scheduled(np.ones(U), self.counter):
+            p, s = divmod(u, 2) if u < P else (u - P, 2)
+            eps = self.noise.get(int(indices[p]), N) if s < 2 else 0
+            params = theta + sigma * eps if s == 0 else theta - sigma * eps
+            stats = sums.stats[u] if u < self.stat_units else None
+            t = time.perf_counter()
+            stream = rng.stream(c["seed"], rng.ES_EPISODE, g, p, s)
+            sums.returns[u], sums.steps[u] = self._play(params, stream, stats)
+            sums.ranks[u] = me + 1  # 0: not played
+            if self.trace:
+                sums.seconds[u] = time.perf_counter() - t
+        t1 = time.perf_counter()
+        sums.busy[me], sums.late[me] = t1 - t0, late()
+        sums.allreduce()  # every unit's results, each from the one rank that played it
+        return sums, t1 - t0, time.perf_counter() - t1
+
+    def tell(self, indices: np.ndarray, returns: np.ndarray, stats: np.ndarray) -> np.ndarray:
+        """Update theta from each pair's (return +, return -) (float64 (pairs, 2)) and add
+        ``stats`` to the observation statistics; returns the ES gradient (float64)."""
+        c, theta = self.config, self.net.params
+        grad = es_gradient(self.noise, indices, centred_ranks(returns), c["noise_std"], theta.size)
+        step = (grad - c["weight_decay"] * theta).astype(np.float32)
+        if not np.all(np.isfinite(step)):
+            raise mpi.NonFiniteError(f"generation {self.generation}: non-finite ES gradient")
+        self.optimizer.step(theta, step)
+        self.obs_stats += stats
+        self.generation += 1
+        return grad
+
+    def train(self, *, generations: int | None = None, minutes: float | None = None,
+              target_return: float | None = None, checkpoint_path: str | Path | None = None,
+              checkpoint_every: int = 5, callback: Callable | None = None):  # fmt: skip
+        """Run generations until a limit is reached, as :meth:`pgmpi.PrunedGA.train`; returns
+        self. ``target_return``: of the unperturbed network's episodes in a generation (of
+        the perturbed ones, with ``eval_episodes=0``). Collective."""
+        limits = dict(target_return=target_return, checkpoint_path=checkpoint_path,
+                      checkpoint_every=checkpoint_every, callback=callback)  # fmt: skip
+        return loop.train(self, dict(generations=generations), minutes=minutes, **limits)
+
+    def counts(self) -> dict[str, int]:
+        return {"generations": self.generation}
+
+    def reached(self, row: dict | None, target_return: float) -> bool:
+        key = "charts/current_return" if self.config["eval_episodes"] else "charts/mean_fitness"
+        return row is not None and row[key] >= target_return
+
+    def header(self) -> str:
+        c = self.config
+        return (f"layers {self.net.sizes}, {self.net.n_params} parameters, sigma "
+                f"{c['noise_std']:g}, noise table {c['noise_table_size']:,} (float32)")  # fmt: skip
+
+    def units(self) -> tuple[int, str, str]:
+        P, E = self.config["population_size"], self.config["eval_episodes"]
+        return P + E, f"episodes: {P // 2} pairs x 2 + {E} unperturbed", "population_size"
+
+    @staticmethod
+    def line(r: dict) -> str:
+        return (f"gen {r['generation']:5d} | return current {r['charts/current_return']:8.2f} "
+                f"perturbed mean {r['charts/mean_fitness']:8.2f} best "
+                f"{r['charts/best_fitness']:8.2f} | |grad| {r['charts/grad_norm']:8.3f} | steps "
+                f"{r['perf/env_steps']:8d} "
+                f"{r['perf/steps_per_s']:6.0f}/s | {r['time/generation_s']:6.2f} s "
+                f"(wait {r['perf/wait_s']:5.2f} s)")  # fmt: skip
+
+    def evaluate(self, episodes: int = 10) -> Evaluation:
+        """The current network's mean return over ``episodes`` new episodes shared out over
+        ranks, with its 95% confidence interval. Collective."""
+        ok = is_int(episodes) and episodes >= 1
+        problem = first_problem([(ok, "episodes", episodes, "an int >= 1")])
+        mpi.agree(dict(episodes=episodes), problem)
+        self.evaluations += 1
+        play = lambda streams: [self._play(self.net.params, s)[0] for s in streams]  # noqa: E731
+        returns = evaluation_returns(episodes, self.config["seed"], self.evaluations, play)
+        return Evaluation(returns, "current network")
+
+    def save(self, path: str | Path) -> Path:
+        """Write theta, Adam's state and the observation statistics (root only, atomic)."""
+        arrays = dict(self.optimizer.state(), params=self.net.params, obs_stats=self.obs_stats)
+        counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)
+        return checkpoint.save_agent(path, self, arrays, **counters)
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides) -> ParallelES:
+        """A ParallelES restored from ``path`` on any number of ranks, to train on exactly as
+        it would have; ``overrides``: as :meth:`pgmpi.PrunedGA.load`. Collective."""
+        arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
+        agent = cls(**settings)
+        with checkpoint.complete(path, cls.algorithm):
+            checkpoint.restore_params(path, arrays["params"], agent.net.params)
+            agent.optimizer.set_state(arrays)
+            agent.obs_stats = arrays["obs_stats"].astype(np.float64)
+            agent.generation, agent.steps = meta["generation"], meta["steps"]
+            agent.evaluations = meta["evaluations"]
+        return agent
