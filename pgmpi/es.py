@@ -217,7 +217,9 @@ class ParallelES:
                 sums.seconds[u] = time.perf_counter() - t
         t1 = time.perf_counter()
         sums.busy[me], sums.late[me] = t1 - t0, late()
-        sums.allreduce()  # every unit's results, each from the one rank that played it
+        mpi.allreduce_sum_(
+            sums.buffer
+        )  # every unit's results, each from the one rank that played it
         return sums, t1 - t0, time.perf_counter() - t1
 
     def tell(self, indices: np.ndarray, returns: np.ndarray, stats: np.ndarray) -> np.ndarray:
