@@ -151,7 +151,7 @@ def train(
     start = time.perf_counter()
     saved = None  # the count at this call's last checkpoint
     try:
-        with mpi.deferred_interrupts():  # a stop signal waits for the end of the step under way
+        with mpi.deferred_interrupts(step_name):  # a stop signal waits for the step's end
             while True:
                 try:
                     row, stop, times = agent.step(log, start, minutes)
