@@ -414,8 +414,8 @@ class PrunedGA:
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask (and its activity for the signed genome), rate and
-        history to ``path`` (root only, atomic); the signed weights are re-drawn from the
-        seed on load."""
+        history to ``path`` (atomically, by the root); the signed weights are re-drawn from
+        the seed on load. Collective: every rank must call this."""
         arrays = dict(
             self.optimizer.state(), last_steps=self.last_steps, unit_steps=self.unit_steps
         )

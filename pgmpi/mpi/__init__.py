@@ -61,8 +61,16 @@ def init() -> Watchdog:
         install_signal_handlers()  # SIGTERM outside training: status 143, not a death by 15
         comm.watch = Watchdog()
         if size() > 1:
-            atexit.register(comm.watch.close)  # before mpi4py's MPI_Finalize (LIFO)
+            atexit.register(_at_exit)  # before mpi4py's MPI_Finalize (LIFO)
     return comm.watch
+
+
+def _at_exit() -> None:
+    """Tell the root this rank reached the end of its script (the watchdog's close), then
+    free what :data:`comm.exit_hooks` holds, last made first."""
+    comm.watch.close()
+    while comm.exit_hooks:
+        comm.exit_hooks.pop()()
 
 
 comm.on_first_collective = init  # a script that makes no agent is initialised there
