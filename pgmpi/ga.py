@@ -39,7 +39,7 @@ import numpy as np
 
 from pgmpi import checkpoint, genomes, loop, mpi, rng, rollout, schedule, threads
 from pgmpi.ahead import Ahead, Episode
-from pgmpi.config import GAConfig, first_problem, is_int, resolve
+from pgmpi.config import GAConfig, first_problem, ga_memory_problem, is_int, resolve
 from pgmpi.envs import Game
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.version import __version__
@@ -110,6 +110,7 @@ class PrunedGA:
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
         if probe is not None and cfg.genome is None:  # the measured choice per action space
             cfg = replace(cfg, genome="ones" if probe.discrete else "signed-dag")
+        problem = problem or ga_memory_problem(probe, cfg)  # before anything big is made
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
         # trace is agreed too: with it on, every rank joins one more gather per generation

@@ -33,6 +33,7 @@ from pgmpi.config import (
     is_int,
     resolve,
     rules_problem,
+    slots_problem,
 )
 from pgmpi.envs import PONG_ID
 from pgmpi.logger import mean, rank_figures
@@ -105,10 +106,10 @@ class ParallelPG:
         n = mpi.size()
         run = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)  # as run_problem
         cfg, problem = resolve(PGConfig, config, settings, run)
-        problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
+        problem = mpi.launcher_problem() or problem or slots_problem(cfg, n)  # launch first
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
-        self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
+        self.mine = list(range(mpi.rank(), 0 if problem else slots, n))  # game k: rank k % n
         self.games = {}
         probe = None
         if problem is None:  # every rank makes one game at least, to check the env
