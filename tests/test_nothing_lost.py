@@ -1,12 +1,15 @@
 """Tier 1: issue 47's cases of a log dir: what a failed start leaves is pgmpi's own and a
 rerun cleans it; a file by a name pgmpi writes, in a folder pgmpi never logged to, is never
-replaced, ``overwrite`` or not."""
+replaced, ``overwrite`` or not. And its small things: one process prints a bad setting on
+one line, and PrunedGA's saved generation is counted as its progress lines count."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from pgmpi import ConfigError, NonFiniteError, ParallelPG
+from pgmpi import ConfigError, NonFiniteError, ParallelPG, PrunedGA
 
 
 def _cartpole(**kw):
@@ -52,3 +55,22 @@ def test_overwrite_never_replaces_a_users_own_file(tmp_path, name):
             _cartpole(log_dir=tmp_path, overwrite=overwrite).train(updates=1)
         assert (tmp_path / name).read_text() == theirs
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # nothing added, no .lock
+
+
+def test_one_process_prints_a_bad_setting_on_one_line_as_several_ranks_do():
+    code = "from pgmpi import ParallelPG; ParallelPG(env='CartPole-v1', slots=0)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "pgmpi: error: ConfigError: slots must be None or an int >= 1, got 0"
+    ]
+
+
+def test_the_ga_counts_its_saved_generation_as_its_progress_lines_do(tmp_path, capsys):
+    ga = PrunedGA(env="CartPole-v1", hidden_sizes=[4], population_size=8,
+                  episodes_per_individual=1, seed=3)  # fmt: skip
+    ga.train(generations=2, checkpoint_path=tmp_path / "ga.npz")
+    out = capsys.readouterr().out
+    assert "\ngen     1 |" in out and "\ngen     2 |" not in out  # the lines: gen 0 and gen 1
+    assert f"saved: checkpoint {tmp_path / 'ga.npz'} (generation 1, 2 generations done)" in out

@@ -1,8 +1,8 @@
 """What the job does when something fails: errors, Ctrl-C and (with several ranks) aborts.
 
 * :class:`~pgmpi.mpi.comm.CollectiveError` and its subclasses are raised on every rank at
-  the same point. With more than one rank, an uncaught one is printed once, by the root,
-  and every rank exits with status 1.
+  the same point. An uncaught one is printed on one line, once, by the root, and every
+  rank exits with status 1 (one process too).
 * Any other uncaught exception on any rank prints its traceback labelled with the rank and
   calls ``MPI_Abort``, so the job ends promptly instead of hanging in the next collective.
 * Inside :func:`deferred_interrupts` (the training loops), Ctrl-C only sets a flag; the
@@ -188,7 +188,21 @@ def install_excepthook() -> None:
     in their next collective until the allocation runs out: make every uncaught exception
     end the job (``PGMPI_NO_ABORT=1`` turns this off). One of several processes that a
     launcher started as lone ranks gets it too, so the ``launcher_problem()`` error is one
-    line per process instead of a traceback each."""
-    several = size() > 1 or launcher_problem() is not None
-    if several and os.environ.get("PGMPI_NO_ABORT") != "1":
+    line per process instead of a traceback each. With one process, a CollectiveError is
+    one line too."""
+    if os.environ.get("PGMPI_NO_ABORT") == "1":
+        return
+    if size() > 1 or launcher_problem() is not None:
         sys.excepthook = _excepthook
+    elif sys.excepthook is sys.__excepthook__:  # one process: the same one line as several
+        sys.excepthook = _one_process_excepthook
+
+
+def _one_process_excepthook(kind, value, tb) -> None:
+    """One process: a :class:`CollectiveError` (a bad setting, a blow-up, a full disk) is
+    one line, as with several ranks; anything else, Python's traceback."""
+    if isinstance(value, CollectiveError):
+        sys.stderr.write(f"pgmpi: error: {kind.__name__}: {value}\n")
+        sys.stderr.flush()
+        return
+    sys.__excepthook__(kind, value, tb)
