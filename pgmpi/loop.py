@@ -191,7 +191,7 @@ def _where(step_name: str, unit: str, count: int, label) -> str:
     (PrunedGA's ``gen 1`` is its second generation), ``"generation 1, 2 generations done"``."""
     if label is None or label == count:
         return f"{step_name} {count}"
-    return f"{step_name} {label}, {count} {unit} done"
+    return f"{step_name} {label}, {count} {step_name if count == 1 else unit} done"
 
 
 def _stop(log: Logger, signum: int, path, saved: str | None) -> None:
