@@ -167,8 +167,7 @@ class PGConfig(Settings):
     entropy_bonus: float = setting(0.01, "weight of the policy's entropy added to the "
                                    "objective, against standardised returns (0: none, as in "
                                    "the post)", "non_negative_float",
-                                   lambda v: is_real(v) and 0 <= v <= MAX_WEIGHT,
-                                   f"in [0, {MAX_WEIGHT}]")
+                                   lambda v: is_real(v) and v >= 0, ">= 0")
     value_baseline: float | None = setting(None, "weight of a learned baseline: the network "
                                            "gets a value output trained on the discounted "
                                            "returns, and the advantages become the returns "
@@ -176,9 +175,8 @@ class PGConfig(Settings):
                                            f"{PONG_VALUE_BASELINE:g} for Pong, whose returns "
                                            "lie in [-1, 1], 0 for other envs)",
                                            "non_negative_float",
-                                           lambda v: v is None or (
-                                               is_real(v) and 0 <= v <= MAX_WEIGHT),
-                                           f"None or a number in [0, {MAX_WEIGHT}]")
+                                           lambda v: v is None or (is_real(v) and v >= 0),
+                                           "None or a number >= 0")
     average_half_life: float = setting(200.0, "the policy evaluate() and act() play: a "
                                        "running average of the parameters with this "
                                        "half-life in updates, kept beside training and never "
@@ -227,6 +225,16 @@ class PGConfig(Settings):
     exact_reduction: bool = setting(True, "exact fixed-point gradient sums, alike on any rank "
                                     "count (False: float32)", None, is_bool, "True or False")
     # fmt: on
+
+    def problem(self) -> str | None:
+        weights = [(n, getattr(self, n)) for n in ("entropy_bonus", "value_baseline")]
+        return super().problem() or first_problem(
+            [
+                (v is None or v <= MAX_WEIGHT, n, v, f"at most {MAX_WEIGHT} (a weight against "
+                 "standardised returns: more makes every gradient overflow)")
+                for n, v in weights
+            ]
+        )  # fmt: skip
 
 
 # What ParallelPG did before each of these settings existed: a checkpoint written then lacks

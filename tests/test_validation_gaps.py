@@ -20,8 +20,8 @@ GA = dict(env="CartPole-v1", hidden_sizes=[4], population_size=8, episodes_per_i
     [
         ("slots", 10**12, r"slots=1000000000000 over 1 rank\(s\) is 1,000,000,000,000 games "
          "per rank, which need at least .* more than this machine's .* use fewer slots"),
-        ("entropy_bonus", 1e308, r"entropy_bonus must be in \[0, 100\], got 1e\+308"),
-        ("value_baseline", 1e308, r"value_baseline must be None or a number in \[0, 100\]"),
+        ("entropy_bonus", 1e308, r"entropy_bonus must be at most 100 \(a weight .*, got 1e\+308"),
+        ("value_baseline", 1e308, r"value_baseline must be at most 100 \(a weight against"),
         ("frame_skip", 10**9, r"frame_skip must be an int in \[1, 100\]"),
         ("frame_skip", [2, 10**9], r"frame_skip must be an int in \[1, 100\], or \[low, high\]"),
     ],
