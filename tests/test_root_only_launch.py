@@ -22,3 +22,5 @@ def test_a_collective_on_the_root_only_is_named_at_once(tmp_path, algorithm, cal
     at = max(i for i, t in enumerate(LINES, 1) if f"agent.{call}(" in t)  # the root-only call
     assert f"called from {SCRIPT}:{at}" in line, line
     assert "while rank 1 reached the end of the script" in line, line
+    method = f"{'ParallelPG' if algorithm == 'pg' else 'PrunedGA'}.{call}"
+    assert f" in {method} (" in line or f" under {method}," in line, line  # the public call
