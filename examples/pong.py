@@ -23,7 +23,7 @@ parameters, on Pong-v0's dynamics (a frame skip drawn from 2, 3, 4 at every step
 sticky actions). Any flag given replaces the preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
 --checkpoint-every updates, at the end, and on Ctrl-C (at the end of the update under way;
-press it twice to stop at once), and writes LOG_DIR/progress.csv (plot it with
+again, 3 s or more later, to stop at once), and writes LOG_DIR/progress.csv (plot it with
 ``python -m pgmpi.plot LOG_DIR``), and at the end prints the mean of the last 100 games and
 the protocol it was scored under; --trace adds LOG_DIR/trace.csv, each rank's time per
 update (draw it with ``python -m pgmpi.plot --timeline LOG_DIR``). One run at a time may use

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import mpi
+from pgmpi.config import is_int, is_real
 from pgmpi.version import __version__
 
 FORMAT = 2  # bump when the layout of checkpoints changes (2: pgmpi 0.2, game slots)
@@ -250,6 +251,17 @@ def complete(path: str | os.PathLike, algorithm: str):
 RUN_OPTIONS = ("env", "log_dir", "blas_threads", "quiet", "trace", "tensorboard", "overwrite")
 
 
+# The counters the algorithms keep in a checkpoint's metadata, each an int >= 0 (the running
+# reward: None before the first game ends, else a finite number).
+COUNTER_NAMES = ("update", "generation", "episodes", "steps", "evaluations", "running_reward")
+
+
+def _counter_ok(name: str, value) -> bool:
+    if name == "running_reward":
+        return value is None or is_real(value)
+    return is_int(value) and value >= 0
+
+
 def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     """``load`` plus the constructor arguments to rebuild the object that was saved.
 
@@ -267,6 +279,13 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     arrays, meta = load(path, algorithm)
     with complete(path, algorithm):
         config = meta["config"]
+    bad = next((k for k in COUNTER_NAMES if k in meta and not _counter_ok(k, meta[k])), None)
+    if bad is not None:  # the same metadata on every rank, so the same error on every rank
+        raise mpi.ConfigError(
+            f"checkpoint {str(path)!r}: its {bad} is {meta[bad]!r}, not "
+            f"{'None or a finite number' if bad == 'running_reward' else 'an int >= 0'} "
+            "(edited by hand?); nothing was changed"
+        )
     unknown = sorted(set(overrides) - set(RUN_OPTIONS))
     if unknown:  # the same call on every rank, so the same error on every rank
         raise mpi.ConfigError(f"load() cannot override {unknown}")

@@ -93,6 +93,19 @@ def setting(default, doc: str, flag=None, rule=None, expected: str = "", **argpa
 # unscaled return (CartPole's reach 100) would swamp the policy's standardised advantages.
 PONG_VALUE_BASELINE = 0.05
 
+# The largest weight of the entropy bonus and of the learned baseline: both weigh terms
+# against standardised returns (about 1), where 0.01 and 0.05 are the defaults; a weight far
+# above this makes the gradients overflow, and the blow-up would name learning_rate instead.
+MAX_WEIGHT = 100
+# Pong's emulator frames per agent step: ALE's 4, Pong-v0's 2-4; past this, one agent step
+# is most of a rally, and 10**9 would play one step for ever.
+MAX_FRAME_SKIP = 100
+
+
+def _skip(v) -> bool:
+    return is_int(v) and 1 <= v <= MAX_FRAME_SKIP
+
+
 # ALE v5's own limit, 108,000 frames at frameskip 4, so Pong is unchanged; for envs without
 # a time limit it stops a good policy playing one game (and filling memory) forever.
 MAX_EPISODE_STEPS = 27_000
@@ -199,11 +212,11 @@ class PGConfig(Settings):
                                      "or [2, 4], drawn uniformly from 2, 3, 4 at every step "
                                      "from the game's own stream (gym's Pong-v0, the post's "
                                      "game; the flag: 4 or 2-4)", "frame_skip",
-                                     lambda v: _int_at_least(1)(v) or (
+                                     lambda v: _skip(v) or (
                                          isinstance(v, (list, tuple)) and len(v) == 2
-                                         and all(_int_at_least(1)(x) for x in v)
-                                         and v[0] <= v[1]),
-                                     "an int >= 1, or [low, high] with 1 <= low <= high")
+                                         and all(_skip(x) for x in v) and v[0] <= v[1]),
+                                     f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] with "
+                                     f"1 <= low <= high <= {MAX_FRAME_SKIP}")
     max_episode_steps: int = setting(MAX_EPISODE_STEPS, "a game that reaches this many agent "
                                      "steps ends, truncated", None, _int_at_least(1),
                                      "an int >= 1")
@@ -212,6 +225,16 @@ class PGConfig(Settings):
     exact_reduction: bool = setting(True, "exact fixed-point gradient sums, alike on any rank "
                                     "count (False: float32)", None, is_bool, "True or False")
     # fmt: on
+
+    def problem(self) -> str | None:
+        weights = [(n, getattr(self, n)) for n in ("entropy_bonus", "value_baseline")]
+        return super().problem() or first_problem(
+            [
+                (v is None or v <= MAX_WEIGHT, n, v, f"at most {MAX_WEIGHT} (a weight against "
+                 "standardised returns: more makes every gradient overflow)")
+                for n, v in weights
+            ]
+        )  # fmt: skip
 
 
 # What ParallelPG did before each of these settings existed: a checkpoint written then lacks
@@ -406,6 +429,57 @@ def resolve(cls, config, settings: dict, options: tuple) -> tuple:
 def memory_bytes() -> int:
     """This machine's physical memory, in bytes."""
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+# The least memory one game takes on a rank (an env object, its observation and state): a
+# lower bound, so that a slot count no machine could hold is named before it is made.
+GAME_BYTES = 10_000
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.1f} GiB"
+
+
+def slots_problem(cfg: PGConfig, ranks: int) -> str | None:
+    """Why ``cfg.slots`` games, shared over ``ranks`` ranks, cannot fit in this machine's
+    memory (at least :data:`GAME_BYTES` a game), or None. Checked before the games are
+    listed or made; :func:`memory_problem` then checks the network and the steps kept."""
+    if not is_int(cfg.slots):
+        return None  # None, or a bad value the settings' own check names
+    local = -(-cfg.slots // ranks)
+    need = local * GAME_BYTES
+    if need <= memory_bytes():
+        return None
+    return (
+        f"slots={cfg.slots} over {ranks} rank(s) is {local:,} games per rank, which need at "
+        f"least {_gib(need)} per rank, more than this machine's {_gib(memory_bytes())} of "
+        "memory: use fewer slots or more ranks"
+    )
+
+
+def ga_memory_problem(probe, cfg: GAConfig) -> str | None:
+    """Why a PrunedGA rank cannot fit in this machine's memory, naming the settings and what
+    they would need, or None (also None without a ``probe``, the env's sizes). Per weight:
+    each individual's mask (1 byte) and the float64 draws of a generation's pruning (8), the
+    network's own weights and their activity (16); per episode of a generation: its steps,
+    seconds and rank, and its slot on the board of units played ahead (64 bytes)."""
+    if probe is None:
+        return None
+    sizes = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
+    if cfg.genome == "signed-dag":  # every layer fed by all earlier ones
+        weights = sum(sum(sizes[:i]) * sizes[i] for i in range(1, len(sizes)))
+    else:
+        weights = sum(a * b for a, b in zip(sizes, sizes[1:], strict=False))
+    P, E = cfg.population_size, cfg.episodes_per_individual
+    need = 9 * P * weights + 16 * weights + 64 * P * E
+    if need <= memory_bytes():
+        return None
+    return (
+        f"hidden_sizes={list(cfg.hidden_sizes)} ({weights:,} connections with "
+        f"{probe.n_inputs} inputs), population_size={P} and episodes_per_individual={E} need "
+        f"about {_gib(need)} per rank (the population's masks, a generation's draws and its "
+        f"episodes), more than this machine's {_gib(memory_bytes())} of memory"
+    )
 
 
 def memory_problem(n_inputs: int, n_actions: int, cfg: PGConfig, local_slots: int) -> str | None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from pgmpi import checkpoint, genomes, loop, mpi, rollout, threads
 from pgmpi.ahead import PlayingAhead
-from pgmpi.config import GAConfig, first_problem, is_int, resolve
+from pgmpi.config import GAConfig, first_problem, ga_memory_problem, is_int, resolve
 from pgmpi.envs import Game
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.optimizers import PruningOptimizer
@@ -108,6 +108,7 @@ class PrunedGA:
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
         if probe is not None and cfg.genome is None:  # the measured choice per action space
             cfg = replace(cfg, genome="ones" if probe.discrete else "signed-dag")
+        problem = problem or ga_memory_problem(probe, cfg)  # before anything big is made
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
         # trace is agreed too: with it on, every rank joins one more gather per generation,
@@ -329,8 +330,8 @@ class PrunedGA:
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask (and its activity for the signed genome), rate and
-        history to ``path`` (root only, atomic); the signed weights are re-drawn from the
-        seed on load."""
+        history to ``path`` (atomically, by the root); the signed weights are re-drawn from
+        the seed on load. Collective: every rank must call this."""
         steps = dict(last_steps=self.last_steps, unit_steps=self.evaluation.steps)
         arrays = dict(self.optimizer.state(), **steps)
         counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)

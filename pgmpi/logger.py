@@ -202,28 +202,38 @@ def _holds(path: Path, text: str) -> bool:
 
 
 def used_problem(folder: Path, ours: bool, overwrite: bool) -> str | None:
-    """Why a new run may not start in ``folder``, or None: an earlier run's logs are there
-    (unless ``overwrite``), or, in a folder pgmpi never locked (``ours`` False), a
-    ``progress.csv`` that pgmpi did not write (whatever it is told: pgmpi writes only its
-    own files)."""
+    """Why a new run may not start in ``folder``, or None.
+
+    * In a folder pgmpi never locked (``ours`` False), any file by a name pgmpi writes
+      (``progress.csv``, ``config.json``, ``trace.csv``, TensorBoard's) is not pgmpi's, and
+      pgmpi does not replace it, whatever it is told.
+    * In pgmpi's own folder, an earlier run is a ``progress.csv`` with a row or a
+      ``checkpoint.npz``: refused unless ``overwrite``. What a run that failed before its
+      first row left there (its ``config.json``, a header) is pgmpi's own, and a new run
+      cleans it away.
+    """
     csv_path = folder / "progress.csv"
-    if not (csv_path.exists() or (folder / "config.json").exists()):
-        return None
+    names = [n for n in ("progress.csv", "config.json", "trace.csv") if (folder / n).is_file()]
+    names += sorted(p.name for p in folder.glob(EVENTS))
+    if not ours:
+        if not names:
+            return None
+        which = " and ".join(f"a {n}" for n in names[:2]) + (" and more" if names[2:] else "")
+        return (
+            f"log dir {str(folder)!r} holds {which} that pgmpi did not write (it never logged "
+            "there): choose another log dir (nothing was changed)"
+        )
     rows = 0
-    if csv_path.exists():
+    if csv_path.is_file():
         with open(csv_path, newline="") as f:
             rows = max(sum(1 for _ in f) - 1, 0)
-    if csv_path.exists() and not ours:
-        return (
-            f"log dir {str(folder)!r} holds a progress.csv that pgmpi did not write: choose "
-            "another log dir (nothing was changed)"
-        )
-    if overwrite:
+    held = (folder / "checkpoint.npz").is_file()
+    if overwrite or (rows == 0 and not held):
         return None
+    what = f"{rows} rows in progress.csv" + (", a checkpoint.npz" if held else "")
     return (
-        f"log dir {str(folder)!r} holds an earlier run ({rows} rows in progress.csv): continue "
-        "it with --resume (Agent.load), or pass --overwrite (overwrite=True) to replace it; "
-        "nothing was changed"
+        f"log dir {str(folder)!r} holds an earlier run ({what}): continue it with --resume "
+        "(Agent.load), or pass --overwrite (overwrite=True) to replace it; nothing was changed"
     )
 
 

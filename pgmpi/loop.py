@@ -149,14 +149,14 @@ def train(
         log.close()
         return agent
     start = time.perf_counter()
-    saved = None  # the count at this call's last checkpoint
+    saved = None  # where this call's last checkpoint was saved, in words ("update 12")
     try:
-        with mpi.deferred_interrupts():  # a stop signal waits for the end of the step under way
+        with mpi.deferred_interrupts(step_name):  # a stop signal waits for the step's end
             while True:
                 try:
                     row, stop, times = agent.step(log, start, minutes)
                 except mpi.NonFiniteError as e:  # nothing non-finite is saved
-                    intact = _intact(checkpoint_path, saved, step_name)
+                    intact = _intact(checkpoint_path, saved)
                     raise mpi.NonFiniteError(f"{e}; {intact}") from None
                 now = agent.counts()
                 if agent.trace:
@@ -169,34 +169,38 @@ def train(
                 # A stop signal on any rank, or a log the root could not write: all see it here.
                 signum, failed = mpi.interrupt_requested(failed=log.problem is not None)
                 if failed:
-                    intact = _intact(checkpoint_path, saved, step_name)
+                    intact = _intact(checkpoint_path, saved)
                     raise mpi.WriteError(f"{mpi.broadcast_object(log.problem)}; {intact}")
                 why = _stopped_by(limits, now, stop, minutes, target_return, agent, row)
                 save = why or signum or now[unit] % checkpoint_every == 0
                 if checkpoint_path is not None and save:
                     agent.save(checkpoint_path)
-                    saved = now[unit]
+                    saved = _where(step_name, unit, now[unit], row.get(step_name))
                 if why:
-                    log.print(
-                        _summary(
-                            why, agent.line(row), checkpoint_path, saved, step_name, agent.log_dir
-                        )
-                    )
+                    log.print(_summary(why, agent.line(row), checkpoint_path, saved, agent.log_dir))
                     return agent
                 if signum:  # every rank stops here, together, the checkpoint saved
-                    _stop(log, signum, checkpoint_path, saved, step_name)
+                    _stop(log, signum, checkpoint_path, saved)
     finally:
         log.close()
 
 
-def _stop(log: Logger, signum: int, path, saved: int | None, step_name: str) -> None:
+def _where(step_name: str, unit: str, count: int, label) -> str:
+    """A checkpoint's place in words, as the progress lines count: ``"update 12"`` after
+    the line of update 12; where a line is labelled with the step's index, not its count
+    (PrunedGA's ``gen 1`` is its second generation), ``"generation 1, 2 generations done"``."""
+    if label is None or label == count:
+        return f"{step_name} {count}"
+    return f"{step_name} {label}, {count} {step_name if count == 1 else unit} done"
+
+
+def _stop(log: Logger, signum: int, path, saved: str | None) -> None:
     """End the run after a stop signal: KeyboardInterrupt for Ctrl-C (status 130), else
     SystemExit with status 128 + the signal's number (143 for SIGTERM). Collective."""
     name = signal.Signals(signum).name
     if path is not None:
-        where = f"{step_name} {saved}"  # "update 12"
         prefix = "interrupted" if signum == signal.SIGINT else name
-        log.print(f"{prefix}: saved {path} at {where}")
+        log.print(f"{prefix}: saved {path} at {saved}")  # "at update 12"
     mpi.barrier()  # the root's write is complete before any rank exits
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
@@ -235,12 +239,12 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def _intact(path, saved: int | None, step_name: str) -> str:
+def _intact(path, saved: str | None) -> str:
     """What is safe on disk, for an error message."""
     if path is None:
         return "no checkpoint path was given"
     if saved is not None:
-        return f"the checkpoint {path} ({step_name} {saved}) is intact"
+        return f"the checkpoint {path} ({saved}) is intact"
     if Path(path).exists():
         return f"the checkpoint {path} from before this call is intact"
     return "no checkpoint was saved yet"
@@ -258,9 +262,9 @@ def _stopped_by(limits, now, stop, minutes, target_return, agent, row) -> str | 
     return None
 
 
-def _summary(why: str, line: str, path, count: int | None, step_name: str, log_dir) -> str:
+def _summary(why: str, line: str, path, where: str | None, log_dir) -> str:
     """The run's last lines: what stopped it, its final figures, where its files are."""
-    saved = f"checkpoint {path} ({step_name} {count})" if path is not None else "no checkpoint"
+    saved = f"checkpoint {path} ({where})" if path is not None else "no checkpoint"
     logs = f"logs in {log_dir}" if log_dir is not None else "no log dir"
     return f"done: stopped by {why}\nfinal: {line}\nsaved: {saved}; {logs}"
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import loop, mpi, rallies, rng, rollout, threads
-from pgmpi.config import PGConfig, is_int, resolve
+from pgmpi.config import PGConfig, is_int, resolve, slots_problem
 from pgmpi.envs import PONG_ID
 from pgmpi.games import make_games
 from pgmpi.logger import mean, rank_figures
@@ -103,10 +103,10 @@ class ParallelPG(PGRun):
         n = mpi.size()
         run = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)  # as run_problem
         cfg, problem = resolve(PGConfig, config, settings, run)
-        problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
+        problem = mpi.launcher_problem() or problem or slots_problem(cfg, n)  # launch first
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
-        self.mine = list(range(mpi.rank(), slots, n))  # game k is played by rank k % n
+        self.mine = list(range(mpi.rank(), 0 if problem else slots, n))  # game k: rank k % n
         self.games = {}
         probe = None
         if problem is None:  # every rank makes one game at least, to check the env

@@ -13,12 +13,14 @@ and in ``evaluate`` (``--greedy`` takes the most likely one); PrunedGA plays the
 network it has seen, ParallelES its current one. Episodes are seeded from ``--seed``.
 Prints each episode's return (and, for Pong, the points won and lost), then the mean with
 its 95% confidence interval and how the episodes were played. A missing, corrupt or
-foreign checkpoint is one line on stderr and exit status 2.
+foreign checkpoint is one line on stderr and exit status 2, and so is a GIF that cannot be
+written (checked before playing). Given a log dir, it plays the ``checkpoint.npz`` in it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -65,6 +67,19 @@ def load(path: Path):
     return agent, algorithm
 
 
+def _unwritable(gif: Path) -> str | None:
+    """Why the GIF cannot be written at ``gif`` (its folder is made, and a file written
+    beside it and removed), or None."""
+    probe = gif.with_name(f".{gif.name}.probe-{os.getpid()}")
+    try:
+        gif.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return f"cannot write --gif {gif}: {e.strerror or e}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m pgmpi.play",
@@ -72,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "checkpoint", type=Path, help="a ParallelPG, PrunedGA or ParallelES checkpoint.npz"
+        "checkpoint",
+        type=Path,
+        help="a ParallelPG, PrunedGA or ParallelES checkpoint.npz, or its log dir",
     )
     p.add_argument("--gif", type=Path, required=True, help="the animated GIF to write")
     p.add_argument("--episodes", type=int, default=1, help="episodes to play (1)")
@@ -95,6 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         from PIL import Image
     except ImportError:
         print("pgmpi.play: error: needs Pillow: pip install pgmpi[play]", file=sys.stderr)
+        return 2
+    if args.checkpoint.is_dir():  # a log dir: its checkpoint
+        args.checkpoint = args.checkpoint / "checkpoint.npz"
+    problem = _unwritable(args.gif)  # before minutes of play, not after
+    if problem is not None:
+        print(f"pgmpi.play: error: {problem}", file=sys.stderr)
         return 2
     try:
         agent, algorithm = load(args.checkpoint)
@@ -142,9 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"episode {e + 1}: return {ret:+.1f} in {steps:,} steps{points}{cut}", flush=True)
         if not finished:
             break
-    args.gif.parent.mkdir(parents=True, exist_ok=True)
     ms = 10 * max(1, round(100 / args.fps))  # GIF times frames in hundredths of a second
-    kept[0].save(args.gif, save_all=True, append_images=kept[1:], duration=ms, loop=0)
+    try:
+        kept[0].save(args.gif, save_all=True, append_images=kept[1:], duration=ms, loop=0)
+    except OSError as e:  # checked before playing, but a disk can fill meanwhile
+        print(
+            f"pgmpi.play: error: cannot write --gif {args.gif}: {e.strerror or e}", file=sys.stderr
+        )
+        return 2
     protocol = pong_protocol(sticky, skip) if pong else "env"
     policy = {"PrunedGA": "best network", "ParallelES": "current network"}.get(
         algorithm, "greedy" if args.greedy else "sampled"

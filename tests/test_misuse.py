@@ -15,6 +15,7 @@ import pytest
 
 from pgmpi import ConfigError, ParallelPG, PrunedGA, checkpoint
 from pgmpi.logger import Logger, lock_log_dir
+from pgmpi.mpi import failure
 from tests.helpers.launch import holding_log_dir
 
 
@@ -256,8 +257,9 @@ def test_checkpoint_writable_problem_names_the_path(tmp_path):
 
 
 # ---------------------------------------------------------------- Ctrl-C
-def _ctrl_c_at(step: int, times: int = 1):
-    """A callback that sends this process SIGINT (a real Ctrl-C) after update ``step``."""
+def _ctrl_c_at(step: int, times: int = 1, apart: float = 0.01):
+    """A callback that sends this process SIGINT (a real Ctrl-C) after update ``step``,
+    ``times`` times, ``apart`` seconds apart."""
     count = []
 
     def callback(row):
@@ -265,7 +267,7 @@ def _ctrl_c_at(step: int, times: int = 1):
         if len(count) == step:
             for _ in range(times):
                 os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(0.01)  # let the handler run before the next signal
+                time.sleep(apart)  # let the handler run before the next signal
 
     return callback
 
@@ -276,20 +278,34 @@ def test_ctrl_c_in_training_saves_at_the_end_of_the_update(tmp_path, capfd):
     with pytest.raises(KeyboardInterrupt):
         agent.train(updates=100, checkpoint_path=ck, checkpoint_every=50, callback=_ctrl_c_at(3))
     assert agent.update == 3 and ParallelPG.load(ck).update == 3
-    assert "stopping at the end of this update (Ctrl-C again: at once)" in capfd.readouterr().err
+    assert "stopping at the end of this update (Ctrl-C again, 3 s or more later: at once)" in (
+        capfd.readouterr().err
+    )
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
     ga = _ga()
     with pytest.raises(KeyboardInterrupt):
         ga.train(generations=100, checkpoint_path=tmp_path / "ga.npz", checkpoint_every=50,
                  callback=_ctrl_c_at(2))  # fmt: skip
     assert ga.generation == 2 and PrunedGA.load(tmp_path / "ga.npz").generation == 2
+    assert "at the end of this generation" in capfd.readouterr().err  # the GA's word
 
 
-def test_a_second_ctrl_c_stops_at_once_without_saving(tmp_path):
+def test_two_ctrl_c_a_moment_apart_are_one_request(tmp_path):
+    """As one SIGTERM reaching mpirun, which forwards it, and the ranks: saved, not lost."""
     ck = tmp_path / "ck.npz"
     agent = _cartpole()
     with pytest.raises(KeyboardInterrupt):
         agent.train(updates=100, checkpoint_path=ck, checkpoint_every=50,
                     callback=_ctrl_c_at(2, times=2))  # fmt: skip
+    assert agent.update == 2 and ParallelPG.load(ck).update == 2
+
+
+def test_a_second_ctrl_c_stops_at_once_without_saving(tmp_path, monkeypatch):
+    monkeypatch.setattr(failure, "SAME_REQUEST_S", 0.05)  # a second request: after the window
+    ck = tmp_path / "ck.npz"
+    agent = _cartpole()
+    with pytest.raises(KeyboardInterrupt):
+        agent.train(updates=100, checkpoint_path=ck, checkpoint_every=50,
+                    callback=_ctrl_c_at(2, times=2, apart=0.2))  # fmt: skip
     assert not ck.exists()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

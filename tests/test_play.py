@@ -96,3 +96,20 @@ def test_a_file_it_cannot_play_is_one_line_and_status_2(tmp_path):
             f"pgmpi.play: error: cannot load checkpoint {str(path)!r}: {why}"
         )
         assert not (tmp_path / "x.gif").exists()
+
+
+def test_a_gif_it_cannot_write_is_one_line_before_any_play(checkpoints, tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    for gif in ("/sys/x.gif", tmp_path / "a-file" / "x.gif"):
+        proc = _play(checkpoints["ParallelPG"], "--gif", gif, "--episodes", "1000")
+        assert proc.returncode == 2 and proc.stdout == "", proc  # no episode played first
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            f"pgmpi.play: error: cannot write --gif {gif}: "
+        )
+
+
+def test_a_log_dir_plays_its_checkpoint(checkpoints, tmp_path):
+    (tmp_path / "checkpoint.npz").write_bytes(checkpoints["PrunedGA"].read_bytes())
+    proc = _play(tmp_path, "--gif", tmp_path / "x.gif")
+    assert proc.returncode == 0 and "PrunedGA on CartPole-v1" in proc.stdout, proc.stderr

@@ -127,7 +127,7 @@ def test_blas_cap_follows_cpus_per_task(slurm_env, tmp_path):
         assert "from SLURM_CPUS_PER_TASK" not in _headers(free.stdout)[0]
 
 
-def _submit_pong(slurm_env, tmp_path, *sbatch_flags):
+def _submit_pong(slurm_env, tmp_path, *sbatch_flags, launch: str = "auto"):
     """Submit pong.sbatch for a run that goes on until a signal stops it (no checkpoint but
     the signal's); returns (job id, its output file, its checkpoint), once its ranks run.
 
@@ -147,7 +147,7 @@ def _submit_pong(slurm_env, tmp_path, *sbatch_flags):
         out = tmp_path / f"job{attempt}.out"
         submit = _run(
             ["sbatch", "--parsable", *sbatch_flags, f"--output={out}", SCRIPT, *pong],
-            env=dict(slurm_env, PGMPI_PYTHON=sys.executable),
+            env=dict(slurm_env, PGMPI_PYTHON=sys.executable, PGMPI_LAUNCH=launch),
         )  # fmt: skip
         assert submit.returncode == 0, submit.stderr
         job = submit.stdout.strip().split(";")[0]
@@ -202,6 +202,25 @@ def test_a_signalled_job_saves_a_checkpoint_and_ends(slurm_env, tmp_path, how):
         text = out.read_text()
         name = "SIGUSR1" if "--signal=USR1" in how else "SIGTERM"
         assert f"{name}: saved {checkpoint}" in text, text[-3000:]
+        assert checkpoint.stat().st_mtime >= sent
+    finally:
+        _run(["scancel", job], slurm_env)
+
+
+@slurm
+def test_scancel_under_the_mpirun_fallback_saves_a_checkpoint_and_exits_143(slurm_env, tmp_path):
+    """The launcher the sbatch picks where Slurm lacks the PMI plugin: scancel's SIGTERM
+    reaches mpirun, which forwards it, and every rank, so each rank gets it twice, a moment
+    apart: one request to stop, so the ranks save at the next update and exit 143."""
+    job, out, checkpoint = _submit_pong(slurm_env, tmp_path, "--time=5", launch="mpirun")
+    try:
+        sent = time.time()
+        assert _run(["scancel", job], slurm_env).returncode == 0
+        assert _wait_for_the_end(job, slurm_env, 60), out.read_text()[-3000:]
+        text = out.read_text()
+        assert f"SIGTERM: saved {checkpoint}" in text, text[-3000:]
+        assert "pgmpi: stopped by SIGTERM (exit status 143)" in text, text[-3000:]
+        assert "mismatch" not in text, text[-3000:]
         assert checkpoint.stat().st_mtime >= sent
     finally:
         _run(["scancel", job], slurm_env)

@@ -9,8 +9,9 @@
   board of units' results and claims (playing ahead while ranks wait).
 
 Importing it does nothing observable. :func:`init`, called by the algorithms' constructors
-(and by the first collective of a script that makes no agent), installs the excepthook,
-reads ``PGMPI_DEADLINE*`` and starts the watchdog.
+(and by the first collective of a script that makes no agent), installs the excepthook and
+the handlers of stop signals outside training, reads ``PGMPI_DEADLINE*`` and starts the
+watchdog.
 """
 
 from __future__ import annotations
@@ -41,20 +42,35 @@ from pgmpi.mpi.comm import (
     size,
 )
 from pgmpi.mpi.counter import shared_counter, unit_board
-from pgmpi.mpi.failure import deferred_interrupts, install_excepthook, interrupt_requested
+from pgmpi.mpi.failure import (
+    deferred_interrupts,
+    install_excepthook,
+    install_signal_handlers,
+    interrupt_requested,
+)
 from pgmpi.mpi.watchdog import Watchdog
 
 
 def init() -> Watchdog:
-    """Install the excepthook (several ranks), then read ``PGMPI_DEADLINE*`` and make the
-    watchdog, once per process; returns the watchdog. Every rank reads the same environment,
-    so a bad value raises the same :class:`ConfigError` on every rank, printed once."""
+    """Install the excepthook and stop-signal handlers (several ranks), then read
+    ``PGMPI_DEADLINE*`` and make the watchdog, once per process; returns the watchdog.
+    Every rank reads the same environment, so a bad value raises the same
+    :class:`ConfigError` on every rank, printed once."""
     if comm.watch is None:
         install_excepthook()  # first, so that a bad PGMPI_DEADLINE* is one message
+        install_signal_handlers()  # SIGTERM outside training: status 143, not a death by 15
         comm.watch = Watchdog()
         if size() > 1:
-            atexit.register(comm.watch.close)  # before mpi4py's MPI_Finalize (LIFO)
+            atexit.register(_at_exit)  # before mpi4py's MPI_Finalize (LIFO)
     return comm.watch
+
+
+def _at_exit() -> None:
+    """Tell the root this rank reached the end of its script (the watchdog's close), then
+    free what :data:`comm.exit_hooks` holds, last made first."""
+    comm.watch.close()
+    while comm.exit_hooks:
+        comm.exit_hooks.pop()()
 
 
 comm.on_first_collective = init  # a script that makes no agent is initialised there

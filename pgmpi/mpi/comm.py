@@ -29,6 +29,10 @@ _COMM = MPI.COMM_WORLD
 ABORT_PAUSE_S = 0.5  # what abort() waits after flushing, for the launcher to forward it
 watch = None  # the watchdog on collectives, set by pgmpi.mpi.init
 on_first_collective = None  # pgmpi.mpi.init, handed down by the package (no upward import)
+# What is freed collectively at exit (the shared counter's windows), after the watchdog has
+# told the root that this rank reached the end of its script: freed before that, a rank at
+# exit would wait in MPI_Win_free unnamed while the root waits in a save it alone called.
+exit_hooks: list = []
 
 
 class CollectiveError(Exception):

@@ -5,12 +5,12 @@ a board where ranks post each unit's result as it ends and claim units of the ne
 
 from __future__ import annotations
 
-import atexit
 from collections.abc import Iterator
 
 import numpy as np
 from mpi4py import MPI
 
+from pgmpi.mpi import comm as _comm
 from pgmpi.mpi.comm import _COMM, _arrive, _left
 
 
@@ -168,7 +168,7 @@ def shared_counter() -> SharedCounter | _SerialCounter:
         _arrive()
         _COUNTER = SharedCounter()
         _left()
-        atexit.register(_COUNTER.free)  # runs before mpi4py's MPI_Finalize (LIFO)
+        _comm.exit_hooks.append(_COUNTER.free)  # at exit, after the watchdog's last word
     return _COUNTER
 
 
@@ -184,7 +184,7 @@ def unit_board(size: int) -> UnitBoard | None:
         if _BOARD is not None:
             _BOARD.free()
         else:
-            atexit.register(lambda: _BOARD.free())  # before mpi4py's MPI_Finalize (LIFO)
+            _comm.exit_hooks.append(lambda: _BOARD.free())  # likewise
         _BOARD = UnitBoard(size)
         _left()
     return _BOARD

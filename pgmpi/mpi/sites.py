@@ -47,20 +47,22 @@ def call_site() -> tuple[str, str]:
     """(key, text) of the collective the caller of :func:`_arrive` is about to make.
 
     The text names the verb, the first frame outside this package (a method of pgmpi, or
-    the user's line for a verb called directly) and, for a method of pgmpi, the first user
-    frame: ``mpi.gather_object in ParallelPG.save (pgmpi/pg.py:330), called from
-    train.py:12``. The key is what must be equal on every rank: inside pgmpi, the line
-    (ranks run the same code); outside it, only the verb that calls MPI, because the user's
-    ``x = broadcast_object(data) if is_root() else broadcast_object(None)`` is correct
-    SPMD code that makes one collective from two lines.
+    the user's line for a verb called directly) and, for a method of pgmpi, the method the
+    user called if it is another, and the first user frame: ``mpi.gather_object in
+    ParallelPG.save (pgmpi/pg.py:330), called from train.py:12``. The key is what must be
+    equal on every rank: inside pgmpi, the line (ranks run the same code); outside it, only
+    the verb that calls MPI, because the user's ``x = broadcast_object(data) if is_root()
+    else broadcast_object(None)`` is correct SPMD code that makes one collective from two
+    lines.
     """
     frame = sys._getframe(2)  # the verb that called comm._arrive, which called this
     op = outer = frame.f_code
     while frame is not None and place(frame.f_code.co_filename)[0] == _VERBS:
         outer = frame.f_code
         frame = frame.f_back
-    first = frame
+    first = entry = frame
     while frame is not None and place(frame.f_code.co_filename)[0] == _PACKAGE:
+        entry = frame  # the last one: the method of pgmpi that the user called
         frame = frame.f_back
     user = frame
     where = (
@@ -70,6 +72,7 @@ def call_site() -> tuple[str, str]:
         None if first is None else first.f_lineno,
         None if user is None else user.f_code,
         None if user is None else user.f_lineno,
+        None if entry is None else entry.f_code,
     )
     site = _sites.get(where)
     if site is None:
@@ -77,8 +80,10 @@ def call_site() -> tuple[str, str]:
     return site
 
 
-def describe(op, outer, code, line, user, user_line) -> tuple[str, str]:
-    """The (key, text) of :func:`call_site`, made once per call site."""
+def describe(op, outer, code, line, user, user_line, entry=None) -> tuple[str, str]:
+    """The (key, text) of :func:`call_site`, made once per call site; ``entry``, the method
+    of pgmpi the user called, is named when it is not ``code`` itself (``mpi.agree in save
+    (pgmpi/checkpoint.py:64) under PrunedGA.save``)."""
     verb = "mpi." + getattr(outer, "co_qualname", outer.co_name)  # co_qualname: Python 3.11
     if code is None:
         return "=" + op.co_name, verb
@@ -87,6 +92,8 @@ def describe(op, outer, code, line, user, user_line) -> tuple[str, str]:
     text = f"{verb} at {path}:{line}" if name == "<module>" else f"{verb} in {name} ({path}:{line})"
     if kind == _USER:
         return "=" + op.co_name, text
+    if entry is not None and entry is not code:
+        text += f" under {getattr(entry, 'co_qualname', entry.co_name)}"
     if user is not None and not user.co_filename.startswith("<frozen"):
         text += f", called from {place(user.co_filename)[1]}:{user_line}"
     return f"{path}:{line}", text

@@ -123,3 +123,38 @@ def holding_log_dir(path: Path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def descendants(pid: int) -> list[int]:
+    """The pids of every process below ``pid`` (children first), from ``/proc``."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop(0)
+        try:
+            tasks = Path(f"/proc/{parent}/task").iterdir()
+            kids = [int(c) for t in tasks for c in (t / "children").read_text().split()]
+        except OSError:  # ended meanwhile
+            continue
+        found += kids
+        todo += kids
+    return found
+
+
+def rank_pids(job: subprocess.Popen, n: int, timeout: float = 120) -> list[int]:
+    """The pids of the ``n`` Python ranks under launcher ``job`` (a ``started_mpi`` job),
+    waiting until all have started."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ranks = []
+        for pid in descendants(job.pid):
+            try:
+                exe = os.readlink(f"/proc/{pid}/exe")
+            except OSError:
+                continue
+            if Path(exe).name.startswith("python"):
+                ranks.append(pid)
+        if len(ranks) >= n:
+            return ranks
+        assert job.poll() is None, f"job ended early: {job.stderr.read()[-3000:]}"
+        assert time.monotonic() < deadline, f"{len(ranks)} of {n} ranks after {timeout} s"
+        time.sleep(0.1)
