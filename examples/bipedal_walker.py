@@ -7,9 +7,9 @@
 Hidden layers of 8 and 8 tanh units, 138 individuals, 8 episodes each, 200 generations. The
 population, best network, mutation rate and fitness history are saved to
 LOG_DIR/checkpoint.npz every --checkpoint-every generations and when training stops
-(Ctrl-C too: at the end of the generation under way; again, 3 s or more later, to stop at once); --resume
-continues from that file (a BipedalWalker one), with its settings, exactly as an
-uninterrupted run would, naming the settings flags it ignores.
+(Ctrl-C too: at the end of the generation under way; again, 3 s or more later, to stop
+at once); --resume continues from that file (a BipedalWalker one), with its settings,
+exactly as an uninterrupted run would, naming the settings flags it ignores.
 --generations counts from the start of the run (resumes included); --minutes bounds this
 invocation. At the end the best network plays 10 new episodes. A generation costs up to
 138 x 8 x 1,600 steps once walkers stop falling over: use every core you have.
