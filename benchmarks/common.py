@@ -39,6 +39,18 @@ def add_figure_flags(parser, name: str) -> None:
     )
 
 
+def save_figure(fig, path: Path, rect: tuple = (0, 0, 1, 1)) -> Path:
+    """Lay out ``fig``'s axes within ``rect`` (figure fractions), write it to ``path`` (legends
+    outside the axes included) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout(rect=rect)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def split_extra(argv: list[str]) -> tuple[list[str], list[str]]:
     """A benchmark's own arguments, and those after ``--`` (for examples/pong.py)."""
     if "--" not in argv:

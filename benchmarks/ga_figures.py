@@ -48,13 +48,6 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    _pyplot().close(fig)
-    return path
-
-
 def table(results: dict) -> str:
     """Markdown: idle share and speed-up at 63 and 128 ranks per setting, stretch and split."""
     lines = [
@@ -95,8 +88,7 @@ def plot(results: dict, path: Path, title: str = "") -> Path:
     fig.suptitle(title or "PrunedGA on BipedalWalker-v3, projected from 2-rank recordings")
     fig.legend(lines, [x.get_label() for x in lines], loc="upper center",
                bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=7)  # fmt: skip
-    fig.tight_layout()
-    return _save(fig, path)
+    return common.save_figure(fig, path)
 
 
 def whole_run(idle: dict, split: str, n: int, which: slice = slice(None)) -> float:
@@ -181,8 +173,7 @@ def plot_generations(recordings: dict, path: Path) -> dict:
     top = 1 - 0.75 / (2.6 * len(recordings))  # room above the panels for the legend
     fig.legend(lines, [x.get_label() for x in lines], loc="upper center",
                bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=8)  # fmt: skip
-    fig.tight_layout(rect=(0, 0, 1, top))
-    _save(fig, path)
+    common.save_figure(fig, path, rect=(0, 0, 1, top))
     return shares
 
 
@@ -211,8 +202,7 @@ def plot_idle(shares: dict, path: Path) -> Path:
     fig.suptitle("PrunedGA on BipedalWalker-v3: each recorded run's idle share, projected")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center",
                bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=9)  # fmt: skip
-    fig.tight_layout()
-    return _save(fig, path)
+    return common.save_figure(fig, path)
 
 
 def draw_docs(out_dir: Path) -> list[Path]:

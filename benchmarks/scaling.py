@@ -256,9 +256,7 @@ def plot(projection: dict, path: Path) -> None:
     fig.legend(lines, [x.get_label() for x in lines], loc="upper center",
                bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8)  # fmt: skip
     fig.suptitle("Pong on n ranks: projected from costs measured at 1 and 2 ranks")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    common.save_figure(fig, path)
 
 
 def main() -> None:

@@ -140,9 +140,7 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
     fig.legend(*ax.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0),
                ncol=2, fontsize=8, title="run")  # fmt: skip
     ax.set_title("Sticky-action Pong: learning per agent step, one line per run")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    common.save_figure(fig, path)
 
 
 def main() -> None:

@@ -129,9 +129,7 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
     fig.legend(*a.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0),
                ncol=2, fontsize=8)  # fmt: skip
     fig.suptitle("Pong from pixels: time to score (solid: sticky actions; dashed: deterministic)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    common.save_figure(fig, path)
 
 
 def main() -> None:
