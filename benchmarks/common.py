@@ -18,6 +18,8 @@ RESULTS = ROOT / "benchmarks" / "results"  # ignored by git
 # a benchmark run, the tutorial's small ones included, must not leave a checkout modified.
 FIGURES = ROOT / "runs" / "benchmarks"
 DOCS_FIGURES = ROOT / "docs" / "figures"
+# What the docs' figures are drawn from, kept (tracked): recordings and thinned results.
+RECORDINGS = ROOT / "benchmarks" / "recordings"
 
 
 def add_figure_flags(parser, name: str) -> None:
@@ -35,6 +37,18 @@ def add_figure_flags(parser, name: str) -> None:
         action="store_true",
         help=f"write docs/figures/{name} instead: regenerate the figure the docs show (tracked)",
     )
+
+
+def save_figure(fig, path: Path, rect: tuple = (0, 0, 1, 1)) -> Path:
+    """Lay out ``fig``'s axes within ``rect`` (figure fractions), write it to ``path`` (legends
+    outside the axes included) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout(rect=rect)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return path
 
 
 def split_extra(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -161,3 +175,38 @@ def write(name: str, result: dict) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path
+
+
+def ring_allreduce_s(n: int, size_bytes: float, bandwidth: float, latency: float) -> float:
+    """Seconds of a ring Allreduce of ``size_bytes`` over ``n`` ranks."""
+    if n == 1:
+        return 0.0
+    return 2 * (n - 1) * latency + 2 * (n - 1) / n * size_bytes / bandwidth
+
+
+WORDS = {
+    "fast": "",
+    "karpathy": "the post's algorithm",
+    "sticky": "sticky actions",
+    "deterministic": "deterministic emulator",
+    "ent": "the default before the baseline",
+    "v05": "today's default",
+    "v05hour": "today's default, an hour",
+    "hour60d": "today's default, an hour to +15",
+    "fs4": "frame skip 4",
+    "v0": "Pong-v0's dynamics",
+    "b262k": "the 1,536-rank rule (171 steps a slot)",
+}
+
+
+def run_label(name: str) -> str:
+    """A run's folder name (``s1536-b262k-v05-0``, ``fast-sticky-v05-0``) in words, for a
+    legend: its slot count, settings and seed."""
+    *parts, seed = name.split("-")
+    words = []
+    for part in parts:
+        if part[:1] == "s" and part[1:].isdigit():
+            words.append(f"{int(part[1:]):,} slots")
+        else:
+            words.append(WORDS.get(part, part))
+    return ", ".join([w for w in words if w] + [f"seed {seed}" if seed.isdigit() else seed])

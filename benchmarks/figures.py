@@ -1,26 +1,28 @@
-"""Every figure the docs use, made by one command.
+"""Every figure the docs use, drawn by one command from what is kept: no new measurement.
 
     python benchmarks/figures.py            # into runs/benchmarks/
     python benchmarks/figures.py --docs     # into docs/figures/: regenerate the docs' figures
-    python benchmarks/figures.py --quick --out-dir /tmp/figures   # tiny runs, for a test
+    python benchmarks/figures.py --quick --out-dir /tmp/figures   # a tiny traced run, for a test
 
 Writes, into ``--out-dir`` (runs/benchmarks; with ``--docs``, docs/figures, the tracked
 figures docs/benchmarks.md and the tutorial show):
 
-* ``time_to_score.png``: the 100-game mean against minutes and agent steps of every run in
-  ``RUNS/tts`` (made by ``benchmarks/time_to_score.py --run ...``, about an hour each) and
-  of those kept in docs/figures/time_to_score.json when the figure was last drawn;
+* ``time_to_score.png`` and ``slots_to_score.png``: the 100-game mean of the runs kept in
+  benchmarks/recordings/ (time_to_score.json, slots_to_score.json: what
+  ``benchmarks/time_to_score.py --docs`` and ``benchmarks/slots_to_score.py --docs`` drew
+  last), and of any run in ``RUNS/tts`` (made by ``time_to_score.py --run ...``);
+* the PrunedGA figures (``ga_scaling_generations.png``, ``ga_idle.png``, ``ga_scaling.png``,
+  ``ga_scaling_run.png``, ``ga_scaling_late.png``), projected from the recordings kept in
+  benchmarks/recordings/ (benchmarks/ga_figures.py);
 * ``scaling.png``: the projection in ``RESULTS/scaling.json`` (``benchmarks/scaling.py``);
 * ``oversubscription.png``: agent steps/s per rank with BLAS threads capped and uncapped,
   from ``RESULTS/throughput.json`` (``benchmarks/throughput.py``);
-* ``timeline.png``: a per-rank timeline of a short traced Pong run on 2 ranks that this
-  script starts (``examples/pong.py --trace``, then ``python -m pgmpi.plot --timeline``).
+* ``timeline.png``: the per-rank timeline of a traced run's ``trace.csv`` (``--trace DIR``,
+  or benchmarks/recordings/timeline/ if kept; with ``--quick``, a tiny traced Pong run on 2
+  ranks that this script starts).
 
-A figure whose input is missing is skipped with a line saying so and how to make it. With
-``--quick`` the timeline run is tiny, and if there are no runs in ``RUNS/tts`` the
-time-to-score figure is drawn from that run's own ``progress.csv`` (so the whole path is
-exercised; its curves are then empty, as no run reaches 100 games). Figures of timings are
-only as clean as the machine they were measured on: regenerate the inputs on an idle one.
+A figure whose input is missing is skipped with a line saying so and how to make it.
+Figures of timings are only as clean as the machine they were measured on.
 """
 
 from __future__ import annotations
@@ -34,18 +36,18 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
+import ga_figures  # noqa: E402
 import scaling  # noqa: E402
+import slots_to_score  # noqa: E402
 import time_to_score  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timeline_run(work: Path, quick: bool) -> Path:
-    """Train Pong on 2 ranks with tracing for a few updates; returns the log folder."""
+def timeline_run(work: Path) -> Path:
+    """Train Pong on 2 ranks with tracing for 2 tiny updates; returns the log folder."""
     log_dir = work / "timeline"
     size = ["--updates", "2", "--slots", "4", "--steps-per-slot", "64", "--hidden-size", "16"]
-    if not quick:
-        size = ["--updates", "6"]  # the defaults: 16 games of 512 steps per update
     pong = [str(ROOT / "examples" / "pong.py"), *size, "--trace", "--log-dir", str(log_dir)]
     try:
         common.mpirun(2, [*pong, "--checkpoint-every", "1000"], timeout=600)
@@ -97,7 +99,7 @@ def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--quick", action="store_true", help="tiny runs (for tests)")
+    p.add_argument("--quick", action="store_true", help="a tiny traced run for the timeline")
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--out-dir", type=Path, default=common.FIGURES, help="PNGs here (runs/benchmarks)"
@@ -111,20 +113,28 @@ def main() -> None:
     p.add_argument(
         "--results", type=Path, default=common.RESULTS, help="benchmark JSON (benchmarks/results)"
     )
+    p.add_argument("--trace", type=Path, help="a traced run's log folder, for the timeline")
     p.add_argument(
-        "--work-dir", type=Path, help="for the runs this starts (RUNS/figures)", default=None
+        "--work-dir", type=Path, help="for the run --quick starts (RUNS/figures)", default=None
     )
     args = p.parse_args()
     if args.docs:
         args.out_dir = common.DOCS_FIGURES
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    work = args.work_dir or args.runs / "figures"
     made, skipped = [], []
 
     from pgmpi.timeline import timeline
 
-    traced = timeline_run(work, args.quick)
-    made.append(timeline(traced, args.out_dir / "timeline.png"))
+    traced = args.trace or common.RECORDINGS / "timeline"
+    if args.quick:
+        traced = timeline_run(args.work_dir or args.runs / "figures")
+    if (traced / "trace.csv").exists():
+        made.append(timeline(traced, args.out_dir / "timeline.png"))
+    else:
+        skipped.append(
+            "timeline.png: no trace (mpirun -n 2 python examples/pong.py --updates 6 --trace "
+            "--log-dir DIR, then --trace DIR)"
+        )
 
     tts = sorted(d for d in (args.runs / "tts").glob("*") if (d / "progress.csv").exists())
     kept = {} if args.quick else time_to_score.kept_runs()
@@ -140,6 +150,13 @@ def main() -> None:
             f"time_to_score.png: no runs in {args.runs / 'tts'} "
             "(python benchmarks/time_to_score.py --run fast:0)"
         )
+    if not args.quick:  # the figures of kept runs and recordings
+        slots = slots_to_score.kept_runs()
+        slots_to_score.plot(
+            {n: r["rows"] for n, r in slots.items()}, args.out_dir / "slots_to_score.png"
+        )
+        made.append(args.out_dir / "slots_to_score.png")
+        made += ga_figures.draw_docs(args.out_dir)
 
     for name, draw in (
         ("scaling", lambda r, out: scaling.plot(r["projection"], out)),

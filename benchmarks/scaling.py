@@ -153,13 +153,6 @@ def mean(rows: list[dict], key: str) -> float:
     return float(np.mean([r[key] for r in rows]))
 
 
-def ring_allreduce_s(n: int, size_bytes: float, bandwidth: float, latency: float) -> float:
-    """Seconds of a ring Allreduce of ``size_bytes`` over ``n`` ranks."""
-    if n == 1:
-        return 0.0
-    return 2 * (n - 1) * latency + 2 * (n - 1) / n * size_bytes / bandwidth
-
-
 def draw_slots(recorded: np.ndarray, shape: tuple, rng) -> np.ndarray:
     """Slot costs drawn from the recorded ones, each plus a normal of Silverman's bandwidth
     (a smoothed bootstrap), so that the slowest of many ranks is not capped at the slowest
@@ -192,7 +185,7 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
     for link, (bandwidth, latency) in allreduce.items():
         rows = []
         for n in RANKS:
-            comm = ring_allreduce_s(n, size, bandwidth, latency)
+            comm = common.ring_allreduce_s(n, size, bandwidth, latency)
             # Every rank plays k games of exactly 512 steps. A rank's work is the sum
             # of k recorded slot costs, at the speed per step of k games batched together;
             # "host" also multiplies it by the rank-to-rank spread measured at 2 ranks.
@@ -221,34 +214,49 @@ def project(m: dict, allreduce: dict[str, tuple[float, float]]) -> dict:
 
 
 def plot(projection: dict, path: Path) -> None:
+    """The default (time-boxed) split's waiting share on a 0-10% axis and its speed-up,
+    against ranks, one line per link, 128 and 1,536 ranks marked; the old whole-game split
+    (in JSON of pgmpi 0.1's runs only) in a panel of its own."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    old = "old_wait_fraction" in next(iter(projection.values()))[0]
+    fig, axes = plt.subplots(1, 3 if old else 2, figsize=(15 if old else 11, 4.2))
+    a, b = axes[:2]
     for i, (link, style) in enumerate(zip(projection, ("-", "--", ":", "-."), strict=False)):
         rows = projection[link]
         n = [r["ranks"] for r in rows]
-        splits = [("new", "tab:blue", "time-boxed split")]
+        splits = [("new", "tab:blue", "default split")]
         if i == 0:  # the first link (shared memory) also with this host's rank-to-rank spread
-            splits.append(("new_host", "tab:cyan", "time-boxed split + this host's spread"))
+            splits.append(("new_host", "tab:cyan", "default split + this host's spread"))
         for split, colour, name in splits:
             label = f"{name}, {link}"
             a.plot(n, [100 * r[f"{split}_wait_fraction"] for r in rows], style, c=colour,
                    label=label)  # fmt: skip
-            b.plot(n, [r[f"{split}_speedup"] for r in rows], style, c=colour, label=label)
-    b.plot(n, n, c="grey", lw=0.8, label="ideal")
-    a.set(xscale="log", xlabel="ranks", ylabel="% of rank time waiting for other ranks")
+            b.plot(n, [r[f"{split}_speedup"] for r in rows], style, c=colour)
+        if old:
+            axes[2].plot(n, [100 * r["old_wait_fraction"] for r in rows], style, c="tab:red",
+                         label=f"old split (pgmpi 0.1), {link}")  # fmt: skip
+    b.plot(n, n, c="black", lw=0.8, label="ideal speed-up (n ranks: n times)")
+    a.set(xscale="log", xlabel="ranks", ylabel="% of rank time waiting for other ranks",
+          ylim=(0, 10))  # fmt: skip
     b.set(xscale="log", yscale="log", xlabel="ranks", ylabel="speed-up over 1 rank")
-    a.set_title("Load imbalance (projected)")
-    b.set_title("Agent steps per second (projected)")
-    for ax in (a, b):
+    a.set_title("Waiting for other ranks, default split (projected)")
+    b.set_title("Speed-up over 1 rank, default split (projected)")
+    if old:
+        axes[2].set(xscale="log", xlabel="ranks", ylabel="% of rank time waiting", ylim=(0, 100))
+        axes[2].set_title("The old whole-game split (dated, projected)")
+    for ax in axes:
         ax.grid(alpha=0.3, which="both")
-    b.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+        for mark, ls in ((128, "-."), (1536, ":")):
+            ax.axvline(mark, c="0.4", lw=0.8, ls=ls, label=f"{mark:,} ranks")
+    lines = a.get_lines() + b.get_lines()[-3:-2] + (axes[2].get_lines()[:-2] if old else [])
+    fig.legend(lines, [x.get_label() for x in lines], loc="upper center",
+               bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8)  # fmt: skip
+    fig.suptitle("Pong on n ranks: projected from costs measured at 1 and 2 ranks")
+    common.save_figure(fig, path)
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ or scaling.py's figures in docs/benchmarks.md if that file is missing). Writes
 benchmarks/results/slots_to_score.json and runs/benchmarks/slots_to_score.png (the 100-game
 mean against agent steps, one line per run; ``--out PATH`` elsewhere, ``--docs`` to
 docs/figures/slots_to_score.png). ``--docs`` also keeps every run it drew, thinned, in
-docs/figures/slots_to_score.json, so the table and figure outlive runs/ (not tracked): a
+benchmarks/recordings/slots_to_score.json, so the table and figure outlive runs/ (not tracked): a
 kept run shows "(kept)", and a run of the same name in runs/slots replaces it.
 """
 
@@ -47,7 +47,7 @@ from time_to_score import read, thin  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "slots"
 FIGURE = "slots_to_score.png"
-KEPT = common.DOCS_FIGURES / "slots_to_score.json"
+KEPT = common.RECORDINGS / "slots_to_score.json"
 THRESHOLDS = (-15, -10, -5, 0)
 # docs/benchmarks.md, "Scaling" (scaling.py, 2026-11-23, 2 vCPUs): a slot's piece of 512
 # agent steps with its gradient, alone on a rank; the per-update costs outside play (Adam,
@@ -114,8 +114,8 @@ def summary_of(run: Path) -> dict:
 
 
 def kept_runs() -> dict:
-    """The runs the docs figure drew when ``--docs`` last ran, kept in docs/figures (runs/ is
-    not tracked, so a new checkout has none of them), as :func:`summary_of` gives them."""
+    """The runs the docs figure drew when ``--docs`` last ran, kept in benchmarks/recordings
+    (runs/ is not tracked, so a new checkout has none of them), as :func:`summary_of` gives them."""
     runs = json.loads(KEPT.read_text()) if KEPT.exists() else {}
     for run in runs.values():  # JSON keys are strings
         run["reached"] = {int(t): r for t, r in run["reached"].items()}
@@ -128,19 +128,19 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     for name, rows in curves.items():
         rows = [r for r in rows if int(r["episodes"]) >= 100]
         ax.plot([int(r["steps"]) / 1e6 for r in rows], [float(r["mean100"]) for r in rows],
-                label=name)  # fmt: skip
+                label=common.run_label(name))  # fmt: skip
     ax.axhline(0, c="grey", lw=0.8)
     ax.grid(alpha=0.3)
-    ax.set(xlabel="agent steps (millions)", ylabel="mean return of the last 100 games")
-    ax.legend(fontsize=8)
-    ax.set_title("Sticky-action Pong: learning per agent step by slot count")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    ax.set(xlabel="agent steps (millions)", ylabel="mean return of the last 100 games",
+           ylim=(-21, 21))  # fmt: skip
+    fig.legend(*ax.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=2, fontsize=8, title="run")  # fmt: skip
+    ax.set_title("Sticky-action Pong: learning per agent step, one line per run")
+    common.save_figure(fig, path)
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ writes benchmarks/results/time_to_score.json and runs/benchmarks/time_to_score.p
 100-game mean against wall minutes and against agent steps, every run on one figure;
 ``--out PATH`` elsewhere, ``--docs`` to docs/figures/time_to_score.png, the tracked one the
 docs/benchmarks.md shows). ``--docs`` also keeps every run it drew, thinned, in
-docs/figures/time_to_score.json, so the table and figure outlive runs/ (not tracked): a
+benchmarks/recordings/time_to_score.json, so the table and figure outlive runs/ (not tracked): a
 kept run missing from runs/tts is listed as "(kept)" and drawn from there.
 """
 
@@ -45,7 +45,7 @@ import common  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "tts"
 FIGURE = "time_to_score.png"
-KEPT = common.DOCS_FIGURES / "time_to_score.json"
+KEPT = common.RECORDINGS / "time_to_score.json"
 THRESHOLDS = (-15, -10, -5, 0, 10, 15)
 
 
@@ -119,18 +119,17 @@ def plot(curves: dict[str, list[dict]], path: Path) -> None:
         rows = [r for r in rows if int(r["episodes"]) >= 100]
         y = [float(r["mean100"]) for r in rows]
         style = "-" if "sticky" in name else "--"
-        a.plot([r["minutes"] for r in rows], y, style, label=name)
-        b.plot([int(r["steps"]) / 1e6 for r in rows], y, style, label=name)
+        a.plot([r["minutes"] for r in rows], y, style, label=common.run_label(name))
+        b.plot([int(r["steps"]) / 1e6 for r in rows], y, style)
     a.set(xlabel="wall minutes on 2 ranks", ylabel="mean return of the last 100 games")
     b.set(xlabel="agent steps (millions)")
     for ax in (a, b):
         ax.axhline(0, c="grey", lw=0.8)
         ax.grid(alpha=0.3)
-    a.legend(fontsize=8)
+    fig.legend(*a.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=2, fontsize=8)  # fmt: skip
     fig.suptitle("Pong from pixels: time to score (solid: sticky actions; dashed: deterministic)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    common.save_figure(fig, path)
 
 
 def main() -> None:
@@ -229,9 +228,9 @@ def thin(rows: list[dict], most: int = 400) -> list[dict]:
 
 
 def kept_runs() -> dict:
-    """The runs the docs figure drew when ``--docs`` last ran, kept in docs/figures (runs/ is
-    not tracked, so a new checkout has none of them): name -> reached, final, evaluation and
-    thinned rows. A run in runs/tts replaces its kept copy."""
+    """The runs the docs figure drew when ``--docs`` last ran, kept in benchmarks/recordings
+    (runs/ is not tracked, so a new checkout has none of them): name -> reached, final,
+    evaluation and thinned rows. A run in runs/tts replaces its kept copy."""
     return json.loads(KEPT.read_text()) if KEPT.exists() else {}
 
 

@@ -1,12 +1,12 @@
-"""Who plays which unit of work: PrunedGA's self-scheduling, and the static split it replaced.
+"""Who plays which unit of work: PrunedGA's self-scheduling.
 
 A generation's units (one episode of one individual) are put in order longest predicted
 first (:func:`predict`). With :func:`self_scheduled`, each rank takes the next unit in that
 order whenever it is free, from a counter shared by all ranks
 (:func:`pgmpi.mpi.shared_counter`), so a rank that draws short episodes, or runs on a faster
-core, just plays more units. :func:`balance` is the static longest-first split of pgmpi
-before it (benchmarks/ga_scaling.py compares the two). Which rank plays a unit never
-changes its result, so neither changes any number. :func:`sure_elites` says which
+core, just plays more units (benchmarks/ga_simulate.py compares it with the static
+longest-first split of pgmpi before it). Which rank plays a unit never changes its result,
+so the order changes no number. :func:`sure_elites` says which
 individuals a rank that has run out of units may already play the next generation's
 episodes of (PrunedGA plays ahead while it waits).
 """
@@ -63,18 +63,3 @@ def sure_elites(fitness: np.ndarray, k: int) -> np.ndarray:
     unsure = len(fitness) - len(done)
     ranked = done[np.lexsort((done, -fitness[done]))]
     return ranked[: max(k - unsure, 0)]
-
-
-def balance(costs: np.ndarray, n_ranks: int) -> np.ndarray:
-    """Longest-processing-time-first: int64 (N,) owner rank of each of N jobs.
-
-    In order of decreasing cost (ties: lower index first) each job goes to the rank with the
-    least total cost so far (ties: lower rank). Deterministic, so every rank computes the same
-    assignment from the same float64 ``costs`` without communicating.
-    """
-    owner = np.empty(len(costs), dtype=np.int64)
-    load = np.zeros(n_ranks)
-    for i in longest_first(costs):
-        owner[i] = r = int(np.argmin(load))
-        load[r] += costs[i]
-    return owner

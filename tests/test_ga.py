@@ -1,4 +1,4 @@
-"""Tier 1, single process: PrunedGA determinism, load balance, checkpoints (its
+"""Tier 1, single process: PrunedGA determinism, checkpoints (its
 PruningOptimizer: test_optimizers.py)."""
 
 import csv
@@ -9,27 +9,12 @@ import pytest
 
 from pgmpi import ConfigError, PrunedGA, checkpoint
 from pgmpi.optimizers import PruningOptimizer
-from pgmpi.schedule import balance
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=12, episodes_per_individual=2)
 
 
 def _tiny(**kw) -> PrunedGA:
     return PrunedGA(**dict(TINY, seed=3, quiet=True, **kw))
-
-
-# ---------------------------------------------------------------- load balance
-def test_balance_is_longest_first_and_covers_everyone():
-    costs = np.array([5.0, 1, 1, 1, 1, 1, 3, 3])
-    owner = balance(costs, 2)
-    loads = [costs[owner == r].sum() for r in range(2)]
-    assert sorted(loads) == [8.0, 8.0]
-    assert np.array_equal(balance(np.ones(7), 3), [0, 1, 2, 0, 1, 2, 0])
-    assert np.array_equal(balance(costs, 1), np.zeros(8))
-    big = np.random.default_rng(0).integers(50, 1600, 138).astype(float)
-    loads = np.bincount(balance(big, 4), weights=big)
-    assert loads.max() - loads.min() <= big.max()
-    assert np.array_equal(balance(big, 4), balance(big.copy(), 4))
 
 
 # ---------------------------------------------------------------- PrunedGA

@@ -5,16 +5,14 @@ Pong run computing the same bits as a free one."""
 import ast
 import os
 import subprocess
-import sys
 
+import common
 import numpy as np
 import pytest
 
 from tests.helpers.launch import ROOT
 
 pytestmark = pytest.mark.launcher
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import common  # noqa: E402
 
 # Each rank writes its cores to a file of its own (two ranks printing to one pipe can
 # interleave their lines).

@@ -1,0 +1,1 @@
+"""The benchmarks' tests: benchmarks/ is put on ``sys.path`` once, by this folder's conftest."""
