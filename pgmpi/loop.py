@@ -149,12 +149,12 @@ def train(
                     raise mpi.NonFiniteError(f"{e}; {intact}") from None
                 row["time/elapsed_s"] = elapsed = time.perf_counter() - start
                 late = minutes is not None and elapsed >= 60 * minutes  # this rank's vote
-                seconds, note = row.pop("_seconds"), row.pop("_note", None)
+                seconds, once = row.pop("_seconds"), row.pop("_note", None)
                 now = agent.counts()
                 if options.trace:  # every rank's seconds, to the root
                     log.trace(now[unit], mpi.gather_object(dict(seconds, start_s=began - start)))
-                if note is not None:
-                    log.print_once(note)
+                if once is not None:
+                    log.print_once(once)
                 progress = {k: (first[k], now[k], limits[k]) for k in limits}
                 note = limits_note(elapsed, minutes, target_return, **progress)
                 log.log(row, agent.line(row) + note, step=now[unit])
