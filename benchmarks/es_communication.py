@@ -25,7 +25,6 @@ import argparse
 import os
 import pickle
 import sys
-import time
 
 import numpy as np
 from mpi4py import MPI
@@ -39,7 +38,7 @@ from pgmpi.mpi import comm, counter, failure  # noqa: E402
 WALKER = "BipedalWalker-v3"
 HIDDEN = {"1x": 64, "10x": 230, "100x": 760}  # two tanh layers: 6,020, 59,804, 600,404 params
 PG_HIDDEN = {"1x": 1003, "10x": 10_000, "100x": 100_000}  # CartPole: 6 params per unit
-FLAGS = 8 * (len(failure.STOP_SIGNALS) + 1)  # loop.train's stop vote, every step
+FLAGS = 8 * (len(failure.STOP_SIGNALS) + 2)  # loop.train's stop votes, every step
 
 
 class Counting:
@@ -73,13 +72,6 @@ class Counting:
         return self._object("bcast", obj, root=root)
 
 
-class Log:
-    """What a step may print through (nothing here)."""
-
-    def print_once(self, text: str) -> None:
-        pass
-
-
 def measured(agent) -> float:
     """Mean over ranks of the bytes each rank passes to MPI in one step of ``agent`` (a
     generation or an update) and the stop vote that follows it in :func:`pgmpi.loop.train`."""
@@ -92,7 +84,7 @@ def measured(agent) -> float:
 
     comm._COMM, counter.SharedCounter._next = counting, fetch
     try:
-        agent.step(Log(), time.perf_counter(), None)
+        agent.step()
         mpi.interrupt_requested()
     finally:
         comm._COMM, counter.SharedCounter._next = counting.world, shared
@@ -104,7 +96,7 @@ def es_count(es: ParallelES, n: int) -> float:
     """ParallelES's bytes per rank per generation on n ranks, from its buffer's layout."""
     c, d = es.config, es.probe.n_inputs
     units = c["population_size"] + c["eval_episodes"]
-    sums = 3 * units + es.stat_units * (2 * d + 1) + 2 * n  # returns, steps, ranks; stats
+    sums = 3 * units + es.stat_units * (2 * d + 1) + n  # returns, steps, ranks; stats; busy
     fetches = (units + n) / n if n > 1 else 0  # a round takes every unit, then one per rank
     return 8 * sums + 8 * fetches + FLAGS
 
@@ -116,12 +108,12 @@ def pg_count(n_params: int, measured_objects: float) -> float:
 
 
 def ga_count(ga: PrunedGA, n: int) -> float:
-    """PrunedGA's: returns, steps, ranks and activity per unit, busy, late and played-ahead
-    per rank, the counter (ahead's board is not counted: its posts are one-sided)."""
+    """PrunedGA's: returns, steps, ranks and activity per unit, busy and played-ahead per
+    rank, the counter (ahead's board is not counted: its posts are one-sided)."""
     P, E = ga.config["population_size"], ga.config["episodes_per_individual"]
     W = ga.net.n_weights if ga.net.hebbian else 0
     fetches = (P * E + n) / n if n > 1 else 0
-    return 8 * (P * E * (3 + W) + 3 * n) + 8 * fetches + FLAGS
+    return 8 * (P * E * (3 + W) + 2 * n) + 8 * fetches + FLAGS
 
 
 def main() -> int:

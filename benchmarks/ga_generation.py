@@ -60,7 +60,7 @@ def worker(args) -> None:
         out = {
             "ranks": mpi.size(),
             "assign": args.assign,
-            "blas": agent.blas,
+            "blas": agent.options.blas,
             "fitness_hash": hashlib.sha256(history.tobytes()).hexdigest(),
             "generation_s": [r["time/generation_s"] for r in rows],
             "env_steps": [r["perf/env_steps"] for r in rows],

@@ -154,7 +154,7 @@ def worker(args) -> None:
                 {
                     "ranks": mpi.size(),
                     "capped": args.capped,
-                    "blas_threads": agent.blas["threads"],
+                    "blas_threads": agent.options.blas["threads"],
                     "emulator_steps_per_s_per_rank": float(
                         np.mean([r["emulator"] for r in per_rank])
                     ),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import mpi
+from pgmpi import mpi, options
 from pgmpi.config import is_int, is_real
 from pgmpi.version import __version__
 
@@ -248,7 +248,7 @@ def complete(path: str | os.PathLike, algorithm: str):
         ) from None
 
 
-RUN_OPTIONS = ("env", "log_dir", "blas_threads", "quiet", "trace", "tensorboard", "overwrite")
+RUN_OPTIONS = ("env", *options.NAMES)  # what load() may replace: no result depends on them
 
 
 # The counters the algorithms keep in a checkpoint's metadata, each an int >= 0 (the running
@@ -266,10 +266,10 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     """``load`` plus the constructor arguments to rebuild the object that was saved.
 
     ``overrides`` may replace the arguments that are not learning state (``RUN_OPTIONS``):
-    ``env`` (needed if it was a factory), ``log_dir``, ``blas_threads``, ``quiet``, ``trace``,
-    ``tensorboard`` and ``overwrite``. An ``env`` given as an id must be the one the
-    checkpoint was trained on: a script that expects Pong refuses a CartPole checkpoint left
-    in its log dir instead of training on it.
+    ``env`` (needed if it was a factory) and the run options
+    (:class:`pgmpi.options.RunOptions`: ``log_dir``, ``quiet``, ...). An ``env`` given as an
+    id must be the one the checkpoint was trained on: a script that expects Pong refuses a
+    CartPole checkpoint left in its log dir instead of training on it.
 
     Returns:
         (arrays, metadata, keyword arguments for the algorithm's constructor).

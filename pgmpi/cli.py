@@ -13,7 +13,7 @@ import inspect
 from dataclasses import fields, replace
 from pathlib import Path
 
-from pgmpi import mpi
+from pgmpi import mpi, options
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -147,8 +147,7 @@ def make_agent(cls, parser: ArgumentParser, args: argparse.Namespace, env: str, 
     """The example's agent: with ``--resume``, ``cls.load`` from LOG_DIR/checkpoint.npz
     (naming the settings flags it ignores); else a new one with ``defaults`` and the
     settings flags given. Collective: every rank must call this."""
-    names = ("log_dir", "quiet", "trace", "tensorboard", "overwrite")
-    run = {k: getattr(args, k) for k in names}
+    run = {k: v for k, v in vars(args).items() if k in options.NAMES}  # the run option flags
     given = settings_given(args, defaults)
     if not args.resume:
         return cls(env=env, config=replace(defaults, **given), **run)

@@ -369,37 +369,7 @@ ES_PRESETS = {
                      noise_table_size=250_000_000, obs_stat_fraction=0.01),
 }  # fmt: skip
 
-# The options of a run that do not change its results (not kept in checkpoints).
-RUN_RULES = {
-    "blas_threads": (lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1"),
-    "trace": (is_bool, "True or False"),
-    "quiet": (is_bool, "True or False"),
-    "tensorboard": (is_bool, "True or False"),
-    "overwrite": (is_bool, "True or False"),
-}
-
-
-def run_problem(
-    log_dir, blas_threads, quiet, trace, tensorboard=False, overwrite=False
-) -> str | None:
-    """The first problem with an algorithm's run options, or None."""
-    options = dict(
-        blas_threads=blas_threads,
-        quiet=quiet,
-        trace=trace,
-        tensorboard=tensorboard,
-        overwrite=overwrite,
-    )
-    problem = rules_problem(options, RUN_RULES)
-    if problem is None and not (log_dir is None or is_path(log_dir)):
-        problem = f"log_dir must be None or a non-empty path, got {log_dir!r}"
-    for name in ("trace", "tensorboard"):
-        if problem is None and options[name] and log_dir is None:
-            problem = f"{name}=True needs a log_dir to write to"
-    return problem
-
-
-# ParallelPG.evaluate's arguments, likewise.
+# ParallelPG.evaluate's arguments.
 EVALUATE_RULES = {
     "episodes": (_int_at_least(1), "an int >= 1"),
     "greedy": (is_bool, "True or False"),
@@ -415,15 +385,16 @@ def rules_problem(values: dict, rules: dict) -> str | None:
     )
 
 
-def resolve(cls, config, settings: dict, options: tuple) -> tuple:
+def resolve(cls, config, settings: dict, options) -> tuple:
     """An algorithm's settings, ``config`` (default ``cls()``) with ``settings`` replaced,
-    and the first problem with them or with the run ``options`` (``run_problem``'s
-    arguments, in order), or None; with an unknown setting, ``cls()`` and that problem."""
+    and the first problem with them or with the run's ``options`` (a
+    :class:`pgmpi.options.RunOptions`), or None; with an unknown setting, ``cls()`` and that
+    problem."""
     problem = cls.unknown_problem(settings)
     if problem is not None:
         return cls(), problem
     cfg = replace(config or cls(), **settings)
-    return cfg, cfg.problem() or run_problem(*options)
+    return cfg, cfg.problem() or options.problem()
 
 
 def memory_bytes() -> int:

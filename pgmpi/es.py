@@ -22,12 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, loop, mpi, rng, rollout, schedule, threads
+from pgmpi import checkpoint, loop, mpi, rng, rollout, schedule
 from pgmpi.config import ESConfig, first_problem, is_int, memory_bytes, resolve
 from pgmpi.envs import Game
 from pgmpi.evaluation import Evaluation, evaluation_returns
+from pgmpi.loop import Description
 from pgmpi.networks import MLP
 from pgmpi.optimizers import Adam
+from pgmpi.options import RunOptions
 from pgmpi.units import Sums
 from pgmpi.version import __version__
 
@@ -73,7 +75,8 @@ class ParallelES:
             (discrete actions: argmax output; a bounded box: tanh, stretched onto it).
         config, settings: an :class:`~pgmpi.config.ESConfig` (default ``ESConfig()``; the
             paper's is ``ES_PRESETS["paper"]``), and any of its fields by name, replacing it.
-        log_dir, blas_threads, quiet, trace, tensorboard, overwrite: as PrunedGA's.
+        log_dir, blas_threads, quiet, trace, tensorboard, overwrite: as PrunedGA's, kept as
+            ``options`` (a :class:`~pgmpi.options.RunOptions`).
 
     Attributes: config (the settings, with ``env``), net (the :class:`~pgmpi.networks.MLP`,
     whose ``params`` are theta), optimizer (:class:`~pgmpi.optimizers.Adam`), noise (the
@@ -91,8 +94,8 @@ class ParallelES:
                  quiet: bool = False, trace: bool = False, tensorboard: bool = False,
                  overwrite: bool = False, **settings):  # fmt: skip
         mpi.init()
-        run = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
-        cfg, problem = resolve(ESConfig, config, settings, run)
+        options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
+        cfg, problem = resolve(ESConfig, config, settings, options)
         problem = mpi.launcher_problem() or problem
         probe, node = None, mpi.ranks_on_node()  # collective: before any rank can fail
         if problem is None:
@@ -115,9 +118,8 @@ class ParallelES:
         self.config = {"env": name} | cfg.as_dict()
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__, trace=trace),
                   problem)  # fmt: skip
-        self.log_dir, self.quiet, self.trace, self.tensorboard = log_dir, quiet, trace, tensorboard
-        self.overwrite, self.probe, self._env = overwrite, probe, env
-        self.blas = threads.cap_blas_threads(blas_threads)
+        self.options, self.probe, self._env = options, probe, env
+        options.cap_blas_threads()
         self.noise = NoiseTable(cfg.noise_table_size, cfg.seed)
         self.optimizer = Adam(self.net.n_params, cfg.learning_rate)
         d = probe.n_inputs
@@ -156,13 +158,12 @@ class ParallelES:
         Game._checked(observation, (self.probe.n_inputs,))
         return self._action(self.net.layers(self.net.params), self.normaliser(), observation)
 
-    def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
-        """One generation: ask, evaluate, tell (see :class:`pgmpi.loop.Trainable`)."""
+    def step(self) -> dict:
+        """One generation: ask, evaluate, tell; the row (see :meth:`pgmpi.loop.Trainable.step`)."""
         t0 = time.perf_counter()
         g = self.generation
         indices = self.ask(g)
-        late = lambda: minutes is not None and time.perf_counter() - start >= 60 * minutes  # noqa: E731
-        sums, play_s, allreduce_s = self.run(indices, g, late)  # collective: every episode once
+        sums, play_s, allreduce_s = self.run(indices, g)  # collective: every episode once
         P = self.config["population_size"]
         returns, current = sums.returns[:P], sums.returns[P:]
         if not np.all(np.isfinite(sums.returns)):
@@ -181,10 +182,10 @@ class ParallelES:
             "perf/steps_per_s": sums.steps.sum() / max(seconds, 1e-9),
             "perf/wait_s": sums.busy.max() - sums.busy.min(),
             "perf/allreduce_bytes": sums.buffer.nbytes, "perf/allreduce_s": allreduce_s,
-            "time/generation_s": seconds, "time/elapsed_s": time.perf_counter() - start,
+            "time/generation_s": seconds,
+            "_seconds": dict(play_s=play_s, grad_s=0.0, allreduce_s=allreduce_s, total_s=seconds),
         }  # fmt: skip
-        mine = dict(start_s=t0 - start, play_s=play_s, grad_s=0.0, allreduce_s=allreduce_s)
-        return row, bool(sums.late.any()), dict(mine, total_s=seconds)
+        return row
 
     def ask(self, g: int) -> np.ndarray:
         """int64 (pairs,): where each antithetic pair of generation ``g`` starts in the table."""
@@ -192,16 +193,16 @@ class ParallelES:
         streams = (rng.stream(seed, rng.ES_PERTURBATION, g, p) for p in range(self.pairs))
         return np.array([self.noise.index(stream, n) for stream in streams], dtype=np.int64)
 
-    def run(self, indices: np.ndarray, g: int, late: Callable[[], bool]):
+    def run(self, indices: np.ndarray, g: int):
         """Play generation ``g``'s units over the ranks, each once: unit ``2p + s`` is pair p
         with sign s (0: +, 1: -), units from ``population_size`` on the unperturbed network.
         Returns (the summed :class:`~pgmpi.units.Sums`, seconds playing, in the Allreduce)."""
         c, n, me = self.config, mpi.size(), mpi.rank()
         P, N, d = c["population_size"], self.net.n_params, self.probe.n_inputs
         U = P + c["eval_episodes"]
-        traced = dict(seconds=(U,)) if self.trace else {}
+        traced = dict(seconds=(U,)) if self.options.trace else {}
         sums = Sums(returns=(U,), steps=(U,), ranks=(U,), **traced,
-                    stats=(self.stat_units, 2 * d + 1), busy=(n,), late=(n,))  # fmt: skip
+                    stats=(self.stat_units, 2 * d + 1), busy=(n,))  # fmt: skip
         sigma, theta = np.float32(c["noise_std"]), self.net.params
         t0 = time.perf_counter()
         for u in schedule.self_scheduled(np.ones(U), self.counter):
@@ -213,10 +214,10 @@ class ParallelES:
             stream = rng.stream(c["seed"], rng.ES_EPISODE, g, p, s)
             sums.returns[u], sums.steps[u] = self._play(params, stream, stats)
             sums.ranks[u] = me + 1  # 0: not played
-            if self.trace:
+            if self.options.trace:
                 sums.seconds[u] = time.perf_counter() - t
         t1 = time.perf_counter()
-        sums.busy[me], sums.late[me] = t1 - t0, late()
+        sums.busy[me] = t1 - t0
         mpi.allreduce_sum_(
             sums.buffer
         )  # every unit's results, each from the one rank that played it
@@ -252,14 +253,13 @@ class ParallelES:
         key = "charts/current_return" if self.config["eval_episodes"] else "charts/mean_fitness"
         return row is not None and row[key] >= target_return
 
-    def header(self) -> str:
-        c = self.config
-        return (f"layers {self.net.sizes}, {self.net.n_params} parameters, sigma "
+    def describe(self) -> Description:
+        """For the run header: the network and noise; a step's units are its episodes."""
+        c, P, E = self.config, self.config["population_size"], self.config["eval_episodes"]
+        text = (f"layers {self.net.sizes}, {self.net.n_params} parameters, sigma "
                 f"{c['noise_std']:g}, noise table {c['noise_table_size']:,} (float32)")  # fmt: skip
-
-    def units(self) -> tuple[int, str, str]:
-        P, E = self.config["population_size"], self.config["eval_episodes"]
-        return P + E, f"episodes: {P // 2} pairs x 2 + {E} unperturbed", "population_size"
+        return Description(text, P + E, f"episodes: {P // 2} pairs x 2 + {E} unperturbed",
+                           "population_size")  # fmt: skip
 
     @staticmethod
     def line(r: dict) -> str:

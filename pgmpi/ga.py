@@ -33,12 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, genomes, loop, mpi, rollout, threads
+from pgmpi import checkpoint, genomes, loop, mpi, rollout
 from pgmpi.ahead import PlayingAhead
 from pgmpi.config import GAConfig, first_problem, ga_memory_problem, is_int, resolve
 from pgmpi.envs import Game
 from pgmpi.evaluation import Evaluation, evaluation_returns
+from pgmpi.loop import Description
 from pgmpi.optimizers import PruningOptimizer
+from pgmpi.options import RunOptions
 from pgmpi.version import __version__
 
 
@@ -59,10 +61,10 @@ class PrunedGA:
         settings: any :class:`~pgmpi.config.GAConfig` field by name (``hidden_sizes``,
             ``population_size``, ``seed``, ...), replacing ``config``'s value.
         log_dir, blas_threads, quiet, trace, tensorboard, overwrite: the run's options,
-            which change no result (:class:`pgmpi.loop.Trainable` says what each one does). With
-            ``trace``, a generation's ``play_s`` is the rank's evaluation, the rest of its
-            ``total_s`` the selection and mutation, and each unit's seconds are shared
-            (:class:`~pgmpi.units.UnitEvaluation`).
+            which change no result (:class:`pgmpi.options.RunOptions` says what each one
+            does), kept as ``options``. With ``trace``, a generation's ``play_s`` is the
+            rank's evaluation, the rest of its ``total_s`` the selection and mutation, and
+            each unit's seconds are shared (:class:`~pgmpi.units.UnitEvaluation`).
 
     Attributes:
         config: the run's settings as a dict (``env`` and every GAConfig field).
@@ -96,8 +98,8 @@ class PrunedGA:
         **settings,
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
-        run = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)  # as run_problem
-        cfg, problem = resolve(GAConfig, config, settings, run)
+        options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
+        cfg, problem = resolve(GAConfig, config, settings, options)
         problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
         probe = None
         if problem is None:
@@ -115,13 +117,9 @@ class PrunedGA:
         # and the Allreduce carries each unit's seconds
         settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
         mpi.agree(settings, problem)
-        self.log_dir = log_dir
-        self.quiet = quiet
+        self.options = options
         self._env = env
-        self.trace = trace
-        self.tensorboard = tensorboard
-        self.overwrite = overwrite
-        self.blas = threads.cap_blas_threads(blas_threads)
+        options.cap_blas_threads()
         self.probe = probe
         layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
         self.net = genomes.make(cfg.genome, layers, probe.discrete, cfg.seed)
@@ -190,14 +188,13 @@ class PrunedGA:
             mask = self.optimizer.best_mask if told else self.optimizer.population[0]
         return self._action(self.net.weights(np.asarray(mask, dtype=bool)), observation)
 
-    def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
-        """One generation: ask, evaluate, tell. Returns the row to log, the stop vote and
-        this rank's seconds (see :class:`pgmpi.loop.Trainable`)."""
+    def step(self) -> dict:
+        """One generation: ask, evaluate, tell. Returns the row to log, with this rank's
+        seconds (see :meth:`pgmpi.loop.Trainable.step`)."""
         t0 = time.perf_counter()
         g = self.generation
         masks = self.optimizer.ask()
-        late = lambda: minutes is not None and time.perf_counter() - start >= 60 * minutes  # noqa: E731
-        results = self.evaluation.run(masks, g, late)  # collective: every episode, once
+        results = self.evaluation.run(masks, g)  # collective: every episode, once
         kept = masks.sum(axis=1) / self.net.n_weights
         fitness = self.fitness(results.returns, kept)
         if not np.all(np.isfinite(fitness)):
@@ -208,6 +205,7 @@ class PrunedGA:
         steps = self.last_steps.sum()
         self.steps += int(steps)
         seconds = time.perf_counter() - t0
+        mine = dict(play_s=results.play_s, grad_s=0.0, allreduce_s=results.allreduce_s)
         best_k = np.sort(fitness)[::-1][: self.optimizer.n_elites]
         row = {
             "generation": g,
@@ -225,11 +223,9 @@ class PrunedGA:
             "perf/units_played_ahead": results.played_ahead,
             "perf/allreduce_s": results.allreduce_s,
             "time/generation_s": seconds,
-            "time/elapsed_s": time.perf_counter() - start,
+            "_seconds": dict(mine, total_s=seconds),  # the loop's: this rank's, for the trace
         }
-        mine = dict(start_s=t0 - start, play_s=results.play_s, grad_s=0.0, total_s=seconds)
-        # float64 values are floats: fine for CSV and JSON
-        return row, results.late, dict(mine, allreduce_s=results.allreduce_s)
+        return row  # float64 values are floats: fine for CSV and JSON
 
     def train(
         self,
@@ -268,14 +264,13 @@ class PrunedGA:
     def reached(self, row: dict | None, target_return: float) -> bool:
         return row is not None and row["charts/best_return"] >= target_return
 
-    def header(self) -> str:
-        net = self.net
-        genome = f"genome {self.config['genome']} ({net.description})"
-        return f"{genome}, layers {net.sizes}, {net.n_weights} connections"
-
-    def units(self) -> tuple[int, str, str]:
-        P, E = self.config["population_size"], self.config["episodes_per_individual"]
-        return (
+    def describe(self) -> Description:
+        """For the run header: the genome and network; a step's units are its episodes."""
+        net, c = self.net, self.config
+        genome = f"genome {c['genome']} ({net.description})"
+        P, E = c["population_size"], c["episodes_per_individual"]
+        return Description(
+            f"{genome}, layers {net.sizes}, {net.n_weights} connections",
             P * E,
             f"episodes: {P} individuals x {E} each",
             "population_size x episodes_per_individual",

@@ -1,11 +1,13 @@
 """The training loop ParallelPG, PrunedGA and ParallelES share: limits, lines, checkpoints, Ctrl-C.
 
 An algorithm hands :func:`train` itself, as a :class:`Trainable`: its one step (an update,
-a generation), its counters and its figures. This module makes the logger, checks the
-limits, runs steps until one is reached, prints each step's line with the fraction done and
-an ETA, saves checkpoints, writes the trace, stops every rank together on Ctrl-C (with the
-checkpoint saved), and ends with a summary. Every decision here is taken from figures that
-are the same on every rank, so every rank leaves the loop at the same step.
+a generation, which returns the row to log), its counters and its figures. This module
+makes the logger from the run's options, checks the limits, runs steps until one is
+reached, prints each step's line with the fraction done and an ETA, saves checkpoints,
+writes the trace, stops every rank together on Ctrl-C (with the checkpoint saved), and ends
+with a summary. Every decision here is taken from figures that are the same on every rank,
+so every rank leaves the loop at the same step: each rank's time-limit vote rides, with the
+stop signals, on the one small Allreduce the loop makes after every step.
 """
 
 from __future__ import annotations
@@ -16,56 +18,48 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pgmpi import checkpoint, mpi
 from pgmpi.config import check_limits
 from pgmpi.logger import Logger, run_header
+from pgmpi.options import RunOptions
+
+
+class Description(NamedTuple):
+    """What the run header says of an algorithm (:meth:`Trainable.describe`)."""
+
+    text: str  # its network, work split and optimizer
+    units: int  # how many units of work a step shares out over ranks
+    what: str  # what they are: "slots", "episodes: 8 individuals x 2 each"
+    setting: str  # the setting that sets how many: "slots"
 
 
 class Trainable(Protocol):
-    """What :func:`train` needs of an algorithm.
+    """What :func:`train` needs of an algorithm (ParallelPG, PrunedGA, ParallelES).
 
     Attributes:
         algorithm: its name (``"ParallelPG"``), as checkpoints record it.
         config: its settings, with ``"env"``; written to ``log_dir/config.json``.
-        log_dir: folder for ``progress.csv`` and ``config.json``; None to print only.
-        quiet: print nothing (the CSV is still written).
-        trace: write each rank's seconds per step phase to ``log_dir/trace.csv`` (playing,
-            gradients, waiting at the collective, the rest); costs one small gather a step.
-        tensorboard: also write every logged row as TensorBoard scalars in ``log_dir``
-            (``pip install pgmpi[tensorboard]``).
-        overwrite: a new run may replace an earlier run's logs in ``log_dir`` and its
-            checkpoint at ``checkpoint_path`` (else refused, naming ``--resume``); pgmpi
-            never replaces a file it did not write.
-        blas: what :func:`pgmpi.threads.cap_blas_threads` returned for the constructor's
-            ``blas_threads`` (None: :func:`pgmpi.threads.default_threads`).
+        options: the run's options (log dir, trace, ...), which change no result.
     """
 
     algorithm: str
     config: dict
-    log_dir: str | Path | None
-    quiet: bool
-    trace: bool
-    tensorboard: bool
-    overwrite: bool
-    blas: dict
+    options: RunOptions
+
+    def describe(self) -> Description:
+        """The algorithm's part of the run header, and the units of work it shares out."""
 
     def counts(self) -> dict[str, int]:
         """The counters that limits bound, by name; the first one counts steps."""
 
-    def header(self) -> str:
-        """The algorithm's part of the run header (its network, work split, optimizer)."""
-
-    def units(self) -> tuple[int, str, str]:
-        """How many units of work a step shares out over ranks, what they are, and the
-        setting that sets them: ``(16, "slots", "slots")``."""
-
-    def step(self, log: Logger, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
-        """One update or generation, given the ``time.perf_counter()`` of the start of the
-        call to :func:`train`: (the row to log, the same on every rank; True if any rank has
-        run past ``minutes``; this rank's seconds for the trace: ``start_s``, ``play_s``,
-        ``grad_s``, ``allreduce_s``, ``total_s``)."""
+    def step(self) -> dict:
+        """One update or generation: the row to log, the same on every rank (the loop adds
+        ``time/elapsed_s``, seconds since this call to :func:`train`). Two keys are the
+        loop's, not logged: ``"_seconds"``, this rank's seconds for the trace
+        (``play_s``, ``grad_s``, ``allreduce_s``, ``total_s``), and, if present,
+        ``"_note"``, a line to print once in the run. Collective."""
 
     def line(self, row: dict) -> str:
         """The progress line of a row (the fraction done and ETA are added here)."""
@@ -121,23 +115,17 @@ def train(
     unit = next(iter(limits))
     step_name = unit.removesuffix("s")  # "update", "generation"
     fresh = first[unit] == 0  # a new run, not one resumed or trained on
+    options = agent.options
     problem = problem or checkpoint.writable_problem(
-        checkpoint_path, agent.algorithm, agent.config, fresh=fresh, overwrite=agent.overwrite
+        checkpoint_path, agent.algorithm, agent.config, fresh=fresh, overwrite=options.overwrite
     )
     mpi.agree(dict(limits, minutes=minutes, target_return=target_return), problem)
-    log = Logger(
-        agent.log_dir,
-        resume=not fresh,
-        quiet=agent.quiet,
-        trace=agent.trace,
-        tensorboard=agent.tensorboard,
-        overwrite=agent.overwrite,
-        config=agent.config,
-    )
+    log = Logger(**options.logger_kwargs, resume=not fresh, config=agent.config)
     log.truncate(first[unit])  # a resumed run's logs, cut back to its checkpoint
-    details = f"{agent.header()} | {step_name} {first[unit]}"
-    log.print(run_header(agent.algorithm, agent.config["env"], agent.blas, details))
-    for warning in _warnings(agent.units()):
+    described = agent.describe()
+    details = f"{described.text} | {step_name} {first[unit]}"
+    log.print(run_header(agent.algorithm, agent.config["env"], options.blas, details))
+    for warning in _warnings(described):
         log.print(warning)
     if all(v is None for v in (*limits.values(), minutes, target_return)):
         log.print("no limit given: training until interrupted")
@@ -153,31 +141,41 @@ def train(
     try:
         with mpi.deferred_interrupts(step_name):  # a stop signal waits for the step's end
             while True:
+                began = time.perf_counter()
                 try:
-                    row, stop, times = agent.step(log, start, minutes)
+                    row = agent.step()
                 except mpi.NonFiniteError as e:  # nothing non-finite is saved
                     intact = _intact(checkpoint_path, saved)
                     raise mpi.NonFiniteError(f"{e}; {intact}") from None
+                row["time/elapsed_s"] = elapsed = time.perf_counter() - start
+                late = minutes is not None and elapsed >= 60 * minutes  # this rank's vote
+                seconds, once = row.pop("_seconds"), row.pop("_note", None)
                 now = agent.counts()
-                if agent.trace:
-                    log.trace(now[unit], mpi.gather_object(times))  # every rank's, to the root
+                if options.trace:  # every rank's seconds, to the root
+                    log.trace(now[unit], mpi.gather_object(dict(seconds, start_s=began - start)))
+                if once is not None:
+                    log.print_once(once)
                 progress = {k: (first[k], now[k], limits[k]) for k in limits}
-                note = limits_note(row["time/elapsed_s"], minutes, target_return, **progress)
+                note = limits_note(elapsed, minutes, target_return, **progress)
                 log.log(row, agent.line(row) + note, step=now[unit])
                 if callback is not None:
                     callback(row)
-                # A stop signal on any rank, or a log the root could not write: all see it here.
-                signum, failed = mpi.interrupt_requested(failed=log.problem is not None)
+                # A stop signal on any rank, a log the root could not write, or a rank past
+                # the time limit: all see it here, in one small Allreduce.
+                signum, failed, late = mpi.interrupt_requested(
+                    failed=log.problem is not None, late=late
+                )
                 if failed:
                     intact = _intact(checkpoint_path, saved)
                     raise mpi.WriteError(f"{mpi.broadcast_object(log.problem)}; {intact}")
-                why = _stopped_by(limits, now, stop, minutes, target_return, agent, row)
+                why = _stopped_by(limits, now, late, minutes, target_return, agent, row)
                 save = why or signum or now[unit] % checkpoint_every == 0
                 if checkpoint_path is not None and save:
                     agent.save(checkpoint_path)
                     saved = _where(step_name, unit, now[unit], row.get(step_name))
                 if why:
-                    log.print(_summary(why, agent.line(row), checkpoint_path, saved, agent.log_dir))
+                    summary = _summary(why, agent.line(row), checkpoint_path, saved, options)
+                    log.print(summary)
                     return agent
                 if signum:  # every rank stops here, together, the checkpoint saved
                     _stop(log, signum, checkpoint_path, saved)
@@ -208,12 +206,11 @@ def _stop(log: Logger, signum: int, path, saved: str | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def _warnings(units: tuple[int, str, str]) -> list[str]:
-    """The run header's warning lines: idle ranks, given ``units`` (how many units of work
-    a step has, what they are, the setting that sets them), and ranks that share cores.
-    Collective."""
+def _warnings(described: Description) -> list[str]:
+    """The run header's warning lines: idle ranks, given the units of work a step has, what
+    they are and the setting that sets them, and ranks that share cores. Collective."""
     n = mpi.size()
-    count, what, setting = units
+    _, count, what, setting = described
     lines = []
     if count < n:
         lines.append(
@@ -250,22 +247,22 @@ def _intact(path, saved: str | None) -> str:
     return "no checkpoint was saved yet"
 
 
-def _stopped_by(limits, now, stop, minutes, target_return, agent, row) -> str | None:
+def _stopped_by(limits, now, late, minutes, target_return, agent, row) -> str | None:
     """What ends the run after this step, in words, or None to go on."""
     for k, v in limits.items():
         if v is not None and now[k] >= v:
             return f"the limit of {v:,} {k}"
     if target_return is not None and agent.reached(row, target_return):
         return f"the target return {target_return:g}"
-    if stop:
+    if late:
         return f"the time limit of {minutes:g} min"
     return None
 
 
-def _summary(why: str, line: str, path, where: str | None, log_dir) -> str:
+def _summary(why: str, line: str, path, where: str | None, options: RunOptions) -> str:
     """The run's last lines: what stopped it, its final figures, where its files are."""
     saved = f"checkpoint {path} ({where})" if path is not None else "no checkpoint"
-    logs = f"logs in {log_dir}" if log_dir is not None else "no log dir"
+    logs = f"logs in {options.log_dir}" if options.log_dir is not None else "no log dir"
     return f"done: stopped by {why}\nfinal: {line}\nsaved: {saved}; {logs}"
 
 

@@ -11,10 +11,10 @@ rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed
 update, k). An update (:meth:`ParallelPG.step`) makes two collectives: one exact Allreduce
 sums every game's gradient, so every rank takes the same optimizer step and parameters stay
 identical, bit for bit on any rank count, never sent; one small allgather then hands every
-rank the scores of the games that ended and every rank's seconds, so all log the same row
-and stop together. (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a
-small Allreduce of the stop signals; with ``trace``, a gather of every rank's seconds; when
-it saves, the checkpoint's gather of the games in progress.)
+rank the scores of the games that ended and every rank's seconds, so all log the same row.
+(The loop, :func:`pgmpi.loop.train`, makes its own after each update: a small Allreduce of
+the stop signals and time-limit votes, so all stop together; with ``trace``, a gather of
+every rank's seconds; when it saves, the checkpoint's gather of the games in progress.)
 """
 
 from __future__ import annotations
@@ -28,13 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import loop, mpi, rallies, rng, rollout, threads
+from pgmpi import loop, mpi, rallies, rng, rollout
 from pgmpi.config import PGConfig, is_int, resolve, slots_problem
 from pgmpi.envs import PONG_ID
 from pgmpi.games import make_games
 from pgmpi.logger import mean, rank_figures
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
+from pgmpi.options import RunOptions
 from pgmpi.pg_run import PGRun
 from pgmpi.version import __version__
 
@@ -73,7 +74,8 @@ class ParallelPG(PGRun):
         settings: any :class:`~pgmpi.config.PGConfig` field by name (``hidden_size``,
             ``learning_rate``, ``slots``, ``seed``, ...), replacing ``config``'s value.
         log_dir, blas_threads, quiet, trace, tensorboard, overwrite: the run's options,
-            which change no result (:class:`pgmpi.loop.Trainable` says what each does).
+            which change no result (:class:`pgmpi.options.RunOptions` says what each does),
+            kept as ``options``.
 
     Attributes:
         config: the run's settings as a dict (``env`` and every PGConfig field, ``slots``
@@ -101,8 +103,8 @@ class ParallelPG(PGRun):
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
         n = mpi.size()
-        run = (log_dir, blas_threads, quiet, trace, tensorboard, overwrite)  # as run_problem
-        cfg, problem = resolve(PGConfig, config, settings, run)
+        options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
+        cfg, problem = resolve(PGConfig, config, settings, options)
         problem = mpi.launcher_problem() or problem or slots_problem(cfg, n)  # launch first
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
@@ -118,13 +120,9 @@ class ParallelPG(PGRun):
         agreed = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
         mpi.agree(agreed, problem)
         self.probe = probe
-        self.log_dir = log_dir
-        self.quiet = quiet
-        self.trace = trace
-        self.tensorboard = tensorboard
-        self.overwrite = overwrite
+        self.options = options
         self._make_env = env  # the id or factory itself: evaluation plays the same env
-        self.blas = threads.cap_blas_threads(blas_threads)
+        options.cap_blas_threads()
         bernoulli = probe.is_pong  # Pong: one up/down logit
         shape = (probe.n_inputs, cfg.hidden_size, probe.n_actions)
         value = cfg.value_baseline > 0
@@ -206,10 +204,10 @@ class ParallelPG(PGRun):
             callback=callback,
         )
 
-    def step(self, log, start: float, minutes: float | None) -> tuple[dict, bool, dict]:
+    def step(self) -> dict:
         """One update: play, the returns and gradient of every game, their sum over ranks,
         the optimizer step, then the book-keeping (:meth:`_book_keeping`). Returns the row to
-        log, the stop vote and this rank's seconds (see :class:`pgmpi.loop.Trainable`).
+        log, with this rank's seconds (see :meth:`pgmpi.loop.Trainable.step`).
 
         Collective: every rank must call this. It makes two collectives: the Allreduce that
         sums the gradients (a flat buffer, with a count of the games left out as non-finite),
@@ -246,18 +244,15 @@ class ParallelPG(PGRun):
         if self.average is not None:  # the same float32 operations on every rank
             self.average.params *= self._keep
             self.average.params += (1 - self._keep) * self.net.params
-        # This rank's seconds; start_s: where the update sits on this rank's timeline.
-        mine = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)
-        mine.update(total_s=time.perf_counter() - t0, start_s=t0 - start)
-        mine["steps"] = sum(len(p.rewards) for p in pieces)
-        mine["stop"] = minutes is not None and time.perf_counter() - start >= 60 * minutes
-        return self._book_keeping(log, pieces, mine, start)
+        mine = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)  # this rank's seconds
+        mine.update(total_s=time.perf_counter() - t0, steps=sum(len(p.rewards) for p in pieces))
+        return self._book_keeping(pieces, mine)
 
-    def _book_keeping(self, log, pieces: list, mine: dict, start: float) -> tuple[dict, bool, dict]:
+    def _book_keeping(self, pieces: list, mine: dict) -> dict:
         """The post's "boring book-keeping", from every game finished on any rank, in slot
         order and in order of play within a slot (the same on any rank count): the counters,
         the running reward, the row. Collective: one small allgather, so that every rank
-        logs the same row and every rank sees every rank's vote to stop (``mine["stop"]``)."""
+        logs the same row, with every rank's seconds and steps (``mine``)."""
         c = self.config
         finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
         ranks = mpi.allgather_object((finished, mine))  # collective 2: every rank's, to all
@@ -284,12 +279,12 @@ class ParallelPG(PGRun):
             "charts/mean_length": mean([g[2] for g in games]),
             "charts/capped_games": sum(g[2] >= cap for g in games),
             "charts/learning_rate": self.optimizer.learning_rate,
-            "time/elapsed_s": time.perf_counter() - start,
             **rank_figures(figures),
+            "_seconds": mine,  # the loop's: this rank's, for the trace
         }
-        if row["charts/capped_games"]:  # said once; the CSV counts them
-            log.print_once(f"note: games cut at max_episode_steps={cap}")
-        return row, any(r["stop"] for r in figures), mine
+        if row["charts/capped_games"]:  # said once by the loop; the CSV counts them
+            row["_note"] = f"note: games cut at max_episode_steps={cap}"
+        return row
 
     def decay(self) -> float:
         """What this update's step size and entropy bonus are divided by: 1, or with

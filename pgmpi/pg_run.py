@@ -20,6 +20,7 @@ from pgmpi.config import EVALUATE_RULES, PG_BEFORE, PRESETS, rules_problem
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.games import make_game
 from pgmpi.logger import mean
+from pgmpi.loop import Description
 from pgmpi.networks import TwoLayerPolicy
 
 Agent = TypeVar("Agent", bound="PGRun")
@@ -37,8 +38,9 @@ class PGRun:
     def reached(self, row: dict | None, target_return: float) -> bool:
         return len(self.recent_returns) == 100 and mean(self.recent_returns) >= target_return
 
-    def header(self) -> str:
-        """Parameters, slots and how they play, the optimizer, the Pong protocol."""
+    def describe(self) -> Description:
+        """For the run header: parameters, slots and how they play, the optimizer, the Pong
+        protocol; a step's units of work are the slots."""
         c = self.config
         text = (
             f"{self.net.params.size:,} params | {c['slots']} slots ({self._slots_note}) of "
@@ -66,10 +68,7 @@ class PGRun:
             if c["sticky_actions"] and c["deterministic_games"]:
                 text += (f", {c['deterministic_games']:.0%} of games deterministic "
                          "(logged: the sticky ones)")  # fmt: skip
-        return text
-
-    def units(self) -> tuple[int, str, str]:
-        return self.config["slots"], "slots", "slots"
+        return Description(text, c["slots"], "slots", "slots")
 
     @staticmethod
     def line(row: dict) -> str:

@@ -54,7 +54,6 @@ class Results:
     returns: np.ndarray  # float64 (P, E): each episode's return
     steps: np.ndarray  # float64 (P, E): each episode's steps
     activity: np.ndarray | None  # float64 (P, W), each one's mean Hebbian terms (signed genome)
-    late: bool  # whether any rank had run past the time limit when it ran out of units
     wait_s: float  # the most idle rank's wait for the others (playing ahead counts as waiting)
     played_ahead: int  # how many of the units were played at the generation before's end
     play_s: float  # this rank's seconds playing
@@ -67,7 +66,8 @@ class UnitEvaluation:
     Args:
         ga: the :class:`~pgmpi.ga.PrunedGA` whose populations it plays: its ``config``
             (``seed``, ``population_size``, ``episodes_per_individual``), ``net``,
-            ``optimizer`` (each individual's parent, and which are mutated), ``trace`` and
+            ``optimizer`` (each individual's parent, and which are mutated), ``options``
+            (its ``trace``) and
             ``_play(weights, stream, activity)``, which plays one episode (and, for playing
             ahead, ``fitness`` and ``_episode``, which makes one to play a step at a time).
 
@@ -98,10 +98,10 @@ class UnitEvaluation:
         self.elite_of = np.full(P, -1, dtype=np.int64)  # an unchanged elite's index in g - 1
         self.counter = mpi.shared_counter()  # collective the first time in a process
 
-    def run(self, masks: np.ndarray, g: int, late: Callable[[], bool]) -> Results:
+    def run(self, masks: np.ndarray, g: int) -> Results:
         """Play every episode of every individual of generation ``g`` (bool masks (P, W)),
-        each once on one rank, and sum the results over ranks; ``late()``: whether this
-        rank has run past the time limit. Collective: every rank must call this."""
+        each once on one rank, and sum the results over ranks. Collective: every rank must
+        call this."""
         opt = self.ga.optimizer
         P, E = self.steps.shape
         me, n = mpi.rank(), mpi.size()
@@ -111,10 +111,10 @@ class UnitEvaluation:
         # every other rank waiting: predict each unit's steps from last generation's.
         longest = self.steps.max(axis=1)
         self.costs = np.repeat(schedule.predict(longest, opt.parents, opt.mutated), E)
-        traced = dict(seconds=(P, E)) if self.ga.trace else {}
+        traced = dict(seconds=(P, E)) if self.ga.options.trace else {}
         # each slot written by one rank only: ranks as player + 1, so that 0 is "not played"
         sums = Sums(returns=(P, E), steps=(P, E), **traced, ranks=(P, E),
-                    activity=(P, E, self.W), busy=(n,), late=(n,), ahead=(n,))  # fmt: skip
+                    activity=(P, E, self.W), busy=(n,), ahead=(n,))  # fmt: skip
         self.seconds = np.zeros((P, E))
         t0 = time.perf_counter()
         self.begin(sums, g)
@@ -128,19 +128,19 @@ class UnitEvaluation:
             ret, steps = self.ga._play(self.ga.net.weights(masks[i]), stream, activity)
             self.record(sums, int(u), (ret, steps, time.perf_counter() - t, activity), g)
         t1 = time.perf_counter()
-        sums.busy[me], sums.late[me] = t1 - t0, late()
+        sums.busy[me] = t1 - t0
         mpi.allreduce_sum_(sums.buffer, meanwhile=self.meanwhile(g, masks))  # all results, once
         t2 = time.perf_counter()
         self.steps = sums.steps.copy()
-        if self.ga.trace:
+        if self.ga.options.trace:
             self.seconds = sums.seconds.copy()
         self.ranks = sums.ranks.astype(np.int64) - 1
         activity = None
         if self.W:  # each individual's mean over its episodes, in the same order on every rank
             activity = sums.activity.sum(axis=1) / E
         wait = sums.busy.max() - sums.busy.min()
-        late, ahead = bool(sums.late.any()), int(sums.ahead.sum())
-        return Results(sums.returns, self.steps, activity, late, wait, ahead, t1 - t0, t2 - t1)
+        ahead = int(sums.ahead.sum())
+        return Results(sums.returns, self.steps, activity, wait, ahead, t1 - t0, t2 - t1)
 
     def units(self, costs: np.ndarray):
         """This rank's units of work (indices into ``costs``), longest predicted first, each
@@ -165,7 +165,7 @@ class UnitEvaluation:
         i, e = divmod(u, self.steps.shape[1])
         sums.returns[i, e], sums.steps[i, e], self.seconds[i, e], activity = result
         sums.ranks[i, e] = mpi.rank() + 1
-        if self.ga.trace:
+        if self.ga.options.trace:
             sums.seconds[i, e] = self.seconds[i, e]
         if self.W:
             sums.activity[i, e] = activity

@@ -91,7 +91,7 @@ def test_presets_are_valid_and_the_paper_is_the_papers():
 
 # ---------------------------------------------------------------- ParallelES
 def test_its_units_are_episodes_of_pairs_and_the_current_network():
-    count, what, setting = _tiny().units()
+    _, count, what, setting = _tiny().describe()
     assert count == 6 + 4 and what == "episodes: 3 pairs x 2 + 4 unperturbed"
     assert setting == "population_size"
 
@@ -154,7 +154,8 @@ def test_progress_has_the_charts_plot_reads(tmp_path):
     assert len(rows) == 2
     for key in ("charts/best_fitness", "charts/mean_fitness", "charts/current_return"):
         assert key in rows[0]
-    assert float(rows[0]["perf/allreduce_bytes"]) == 8 * (3 * 10 + 1 * 9 + 2)
+    # returns, steps and player of 10 units; one unit's observation sums; the rank's seconds
+    assert float(rows[0]["perf/allreduce_bytes"]) == 8 * (3 * 10 + 1 * 9 + 1)
 
 
 def test_a_non_finite_return_stops_before_saving(tmp_path):

@@ -216,8 +216,10 @@ def test_a_ga_run_gives_the_same_bits_whichever_blas_kernel_the_cpu_gets():
 def test_the_header_names_the_genome():
     ones = PrunedGA(env="CartPole-v1", **TINY)
     signed = PrunedGA(env="CartPole-v1", genome="signed-dag", **TINY)
-    assert ones.header().startswith("genome ones (all-ones weights), layers (4, 4, 2)")
-    assert signed.header().startswith("genome signed-dag (DAG, signed N(0,1) weights, Hebbian")
+    assert ones.describe().text.startswith("genome ones (all-ones weights), layers (4, 4, 2)")
+    assert signed.describe().text.startswith(
+        "genome signed-dag (DAG, signed N(0,1) weights, Hebbian"
+    )
     assert signed.net.n_weights == 4 * 4 + 8 * 3
 
 

@@ -280,15 +280,15 @@ def test_steps_count_the_agent_steps_played_not_the_open_rallies_carried_over():
 
 
 def test_the_header_names_the_default_bonus_baseline_and_decay_and_the_posts_preset_has_none():
-    default = ParallelPG(hidden_size=4, slots=1, quiet=True).header()
+    default = ParallelPG(hidden_size=4, slots=1, quiet=True).describe().text
     assert (", entropy bonus 0.01, learned baseline 0.05, lr and bonus decayed past 10,000,000 "
             "agent steps (halved 8,000,000 later) |") in default  # fmt: skip
-    post = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True).header()
+    post = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True).describe().text
     assert not any(word in post for word in ("entropy", "baseline", "decay"))
-    no_bonus = ParallelPG(hidden_size=4, slots=1, quiet=True, entropy_bonus=0.0).header()
+    no_bonus = ParallelPG(hidden_size=4, slots=1, quiet=True, entropy_bonus=0.0).describe().text
     assert ", learned baseline 0.05, lr decayed past 10,000,000" in no_bonus  # no bonus to decay
     valued = ParallelPG(hidden_size=4, slots=1, quiet=True, value_baseline=0.5, lr_decay_steps=None)
-    assert ", entropy bonus 0.01, learned baseline 0.5 |" in valued.header()
+    assert ", entropy bonus 0.01, learned baseline 0.5 |" in valued.describe().text
 
 
 def test_the_default_baseline_is_pongs_and_other_envs_get_none():
@@ -298,17 +298,17 @@ def test_the_default_baseline_is_pongs_and_other_envs_get_none():
     cartpole = ParallelPG(env="CartPole-v1", hidden_size=4, slots=1, quiet=True)
     assert pong.config["value_baseline"] == 0.05 and pong.net.n_outputs == 2  # up, value
     assert cartpole.config["value_baseline"] == 0.0 and cartpole.net.n_outputs == 2  # 2 actions
-    assert "baseline" not in cartpole.header()
+    assert "baseline" not in cartpole.describe().text
 
 
 def test_the_run_header_says_which_pong_protocol_is_in_force():
     for sticky, words in ((True, "| sticky actions (0.25)"), (False, "| deterministic")):
         agent = ParallelPG(hidden_size=4, slots=1, sticky_actions=sticky, quiet=True)
-        assert agent.header().endswith(words)
-    assert ParallelPG(hidden_size=4, slots=1, quiet=True).header().endswith("(0.25)")
+        assert agent.describe().text.endswith(words)
+    assert ParallelPG(hidden_size=4, slots=1, quiet=True).describe().text.endswith("(0.25)")
     v0 = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True)
-    assert v0.header().endswith("| sticky actions (0.25), frame skip 2-4")
-    assert "sticky" not in ParallelPG(env="CartPole-v1", hidden_size=4, slots=1).header()
+    assert v0.describe().text.endswith("| sticky actions (0.25), frame skip 2-4")
+    assert "sticky" not in ParallelPG(env="CartPole-v1", hidden_size=4, slots=1).describe().text
 
 
 @pytest.mark.parametrize("share", [0.0, 0.5])
@@ -332,7 +332,7 @@ def test_with_deterministic_games_only_the_sticky_games_are_logged(share, monkey
     assert sum(r["charts/games"] for r in rows) == sum(counted)
     assert (0 < sum(counted) < 12) if share else sum(counted) == 12
     if share:
-        assert "50% of games deterministic (logged: the sticky ones)" in agent.header()
+        assert "50% of games deterministic (logged: the sticky ones)" in agent.describe().text
 
 
 def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
@@ -412,7 +412,7 @@ def test_an_entropy_bonus_keeps_the_policy_less_certain():
 
     assert not np.array_equal(plain.net.params, bonus.net.params)
     assert entropy(bonus) > entropy(plain)
-    assert "entropy bonus 1" in bonus.header() and "entropy" not in plain.header()
+    assert "entropy bonus 1" in bonus.describe().text and "entropy" not in plain.describe().text
 
 
 def test_the_played_policy_is_a_running_average_of_the_parameters(tmp_path):

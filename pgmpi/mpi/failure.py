@@ -152,14 +152,15 @@ def install_signal_handlers() -> None:
             signal.signal(s, _outside_training)
 
 
-def interrupt_requested(failed: bool = False) -> tuple[int | None, bool]:
+def interrupt_requested(failed: bool = False, late: bool = False) -> tuple[int | None, bool, bool]:
     """(the stop signal that reached any rank inside :func:`deferred_interrupts`, SIGINT
-    first, else None; whether any rank passed ``failed=True``), the same on every rank.
-    Each rank's flags count as they stand when it calls this. Collective."""
-    flags = np.array([int(s in _received) for s in STOP_SIGNALS] + [int(failed)], dtype=np.int64)
-    allreduce_sum_(flags)
+    first, else None; whether any rank passed ``failed=True``; whether any rank passed
+    ``late=True``), the same on every rank: one small Allreduce of every rank's flags, as
+    they stand when it calls this. Collective."""
+    mine = [int(s in _received) for s in STOP_SIGNALS] + [int(failed), int(late)]
+    flags = allreduce_sum_(np.array(mine, dtype=np.int64))
     stop = next((int(s) for s, f in zip(STOP_SIGNALS, flags, strict=False) if f), None)
-    return stop, bool(flags[-1])
+    return stop, bool(flags[-2]), bool(flags[-1])
 
 
 def _excepthook(kind, value, tb) -> None:
