@@ -48,7 +48,7 @@ def worker(args) -> None:
         quiet=True,
     )
     if args.assign == "round-robin":  # the baseline: unit u on rank u % n
-        agent._units = lambda costs: range(me, len(costs), n)
+        agent.evaluation.units = lambda costs: range(me, len(costs), n)
     rows = []
     agent.train(generations=args.generations, callback=rows.append)
     in_collective = mpi.gather_object([r["perf/allreduce_s"] for r in rows])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,7 +37,12 @@ def worker(args) -> None:
     from pgmpi.envs import Game
 
     # the recorded run keeps a log and a checkpoint, so that --start can go on from it
-    run = dict(quiet=True) | (dict(log_dir=args.log_dir, overwrite=True) if args.log_dir else {})
+    # traced, so that each unit's seconds travel in the Allreduce and every rank records all
+    # of them; a trace needs a log dir (the run's own, or a temporary one, the same on all)
+    log_dir = args.log_dir or mpi.broadcast_object(
+        tempfile.mkdtemp(prefix="ga_record_") if mpi.is_root() else None
+    )
+    run = dict(quiet=True, trace=True, log_dir=log_dir, overwrite=True)
     if args.start:  # go on from a checkpoint: late generations of a real run
         agent = PrunedGA.load(args.start, **run)
     else:
@@ -49,29 +55,13 @@ def worker(args) -> None:
             seed=args.seed,
             **run,
         )
-    first_generation, steps_before = agent.generation, agent.unit_steps.copy()
+    first_generation, steps_before = agent.generation, agent.evaluation.steps.copy()
     me, n = mpi.rank(), mpi.size()
     keys = ("steps", "seconds", "ranks", "wall", "wait", "fit", "select")
     predicted, parents, rec = [], [], {k: [] for k in keys}
-    opt, selecting = agent.optimizer, [0.0]
-
-    def timed(plain):
-        def call(*a):
-            t = time.perf_counter()
-            out = plain(*a)
-            selecting[0] += time.perf_counter() - t
-            return out
-
-        return call
-
-    # the selection and mutation that every rank pays per generation
-    opt.ask, opt.tell = timed(opt.ask), timed(opt.tell)
-    if args.mode == "static":  # the comparison: a fixed split of the units
-        agent._units = lambda costs: np.flatnonzero(balance(costs, n) == me)
-    plain = agent._units
-    agent._units = lambda costs: (
-        predicted.append(costs.copy()) or parents.append(opt.parents.copy()) or plain(costs)
-    )
+    evaluation = agent.evaluation  # what PrunedGA keeps of each generation (pgmpi.units)
+    if args.mode == "static":  # the comparison: a fixed split of the units, on every rank
+        evaluation.units = lambda costs: np.flatnonzero(balance(costs, n) == me)
 
     # The cost of one fetch from the shared counter with every rank fetching at once, and
     # of making an env; measured first, so that each generation's save is complete.
@@ -86,14 +76,17 @@ def worker(args) -> None:
     t0 = time.perf_counter()
 
     def record(row):
-        rec["steps"].append(agent.unit_steps.copy())
-        rec["seconds"].append(agent.unit_seconds.copy())
-        rec["ranks"].append(agent.unit_ranks.copy())
+        predicted.append(evaluation.costs.copy())
+        parents.append(evaluation.parents.copy())
+        rec["steps"].append(evaluation.steps.copy())
+        rec["seconds"].append(evaluation.seconds.copy())  # every rank's: the run is traced
+        rec["ranks"].append(evaluation.ranks.copy())
         rec["wall"].append(row["time/elapsed_s"])
         rec["wait"].append(row["perf/wait_s"])
         rec["fit"].append([row["charts/best_fitness"], row["charts/mean_fitness"]])
-        rec["select"].append(selecting[0])
-        selecting[0] = 0.0
+        # what every rank pays outside the evaluation: selection, mutation, the row
+        played = evaluation.results
+        rec["select"].append(row["time/generation_s"] - played.play_s - played.allreduce_s)
         # after every generation, atomically (a checkpoint's write, collective): a run cut
         # short keeps what it recorded
         started = time.perf_counter() - t0 - row["time/elapsed_s"]  # to the first step

@@ -82,6 +82,7 @@ class UnitEvaluation:
             ``i * E + e``); parents: int64 (P,), the parents they were predicted from.
         units: ``units(costs)``, this rank's units in the order it plays them (see
             :meth:`units`); another schedule may replace it, on every rank.
+        results: the last generation's :class:`Results` (None before the first).
 
     Collective: every rank must construct it, at the same point.
     """
@@ -96,6 +97,7 @@ class UnitEvaluation:
         self.costs = np.zeros(P * E)
         self.parents = np.full(P, -1, dtype=np.int64)
         self.elite_of = np.full(P, -1, dtype=np.int64)  # an unchanged elite's index in g - 1
+        self.results = None
         self.counter = mpi.shared_counter()  # collective the first time in a process
 
     def run(self, masks: np.ndarray, g: int) -> Results:
@@ -140,7 +142,8 @@ class UnitEvaluation:
             activity = sums.activity.sum(axis=1) / E
         wait = sums.busy.max() - sums.busy.min()
         ahead = int(sums.ahead.sum())
-        return Results(sums.returns, self.steps, activity, wait, ahead, t1 - t0, t2 - t1)
+        self.results = Results(sums.returns, self.steps, activity, wait, ahead, t1 - t0, t2 - t1)
+        return self.results
 
     def units(self, costs: np.ndarray):
         """This rank's units of work (indices into ``costs``), longest predicted first, each
