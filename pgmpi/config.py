@@ -56,7 +56,7 @@ def must(name: str, value, expected: str) -> str:
     return f"{name} must be {expected}, got {value!r}"
 
 
-def _int_at_least(low: int):  # RUN_RULES' and EVALUATE_RULES'
+def _int_at_least(low: int):  # RUN_RULES'
     return lambda v: at_least(v, low)
 
 
@@ -479,13 +479,17 @@ def run_problem(
     return problem
 
 
-# ParallelPG.evaluate's arguments, likewise.
-EVALUATE_RULES = {
-    "episodes": (_int_at_least(1), "an int >= 1"),
-    "greedy": (is_bool, "True or False"),
-    "sticky": (lambda v: v is None or is_bool(v), "None, True or False"),
-    "live": (is_bool, "True or False"),
-}
+def evaluate_problem(episodes, greedy, sticky, live) -> str | None:
+    """The first problem with ``ParallelPG.evaluate``'s arguments, or None."""
+    if not at_least(episodes, 1):
+        return must("episodes", episodes, "an int >= 1")
+    if not is_bool(greedy):
+        return must("greedy", greedy, "True or False")
+    if not (sticky is None or is_bool(sticky)):
+        return must("sticky", sticky, "None, True or False")
+    if not is_bool(live):
+        return must("live", live, "True or False")
+    return None
 
 
 def rules_problem(values: dict, rules: dict) -> str | None:
