@@ -114,8 +114,7 @@ def _skip(v) -> bool:
 
 
 class Settings:
-    """What the settings dataclasses share: their dict, unknown names, and a default
-    :meth:`resolved` (nothing to fill in)."""
+    """What the settings dataclasses share: their dict, and the check of unknown names."""
 
     def as_dict(self) -> dict:
         """The settings by name, as JSON keeps them (lists, not tuples)."""
@@ -130,11 +129,6 @@ class Settings:
         return f"unknown setting(s) {unknown}; {cls.__name__} has: " + ", ".join(
             f.name for f in fields(cls)
         )
-
-    def resolved(self, probe, ranks: int):
-        """These settings with each default that depends on the env (``probe``, a game, or
-        None if none was made) or on the rank count filled in."""
-        return self
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,9 @@ class ParallelPG(PGRun):
             which change no result (:class:`pgmpi.loop.Trainable` says what each does).
 
     Attributes:
-        config: the run's settings as a dict (``env`` and every PGConfig field, ``slots``
-            and ``whole_games`` resolved): what every rank agreed on and checkpoints keep.
+        config: the run's settings as a dict (``env`` and every PGConfig field, resolved:
+            :meth:`~pgmpi.config.PGConfig.resolved`): what every rank agreed on and
+            checkpoints keep; ``learning_rate`` lives here only (:attr:`learning_rate`).
 
     Raises:
         ConfigError (a ValueError): on every rank, naming the bad value, if an argument is
