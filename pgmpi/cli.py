@@ -14,7 +14,7 @@ import inspect
 import textwrap
 import types
 import typing
-from dataclasses import fields, replace
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 
 from pgmpi import mpi
@@ -92,7 +92,7 @@ def add_settings(parser: argparse.ArgumentParser, defaults, label: str = "") -> 
         value = getattr(defaults, f.name)
         shown = " ".join(map(str, value)) if isinstance(value, list) else value
         name = "--" + f.name.replace("_", "-")
-        text = f"{docs[f.name]} ({label}{shown})"
+        text = f"{docs.get(f.name, '')} ({label}{shown})".lstrip()
         parser.add_argument(name, help=text, default=argparse.SUPPRESS, **kwargs)
 
 
@@ -115,15 +115,22 @@ def flag(name: str, hint) -> dict | None:
 
 
 def field_docs(cls) -> dict[str, str]:
-    """Each field's doc, by name: the string under it in ``cls``' source (as CleanRL's
-    ``Args`` writes them), on one line."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
-    return {
-        a.target.id: " ".join(b.value.value.split())
-        for a, b in zip(body, body[1:], strict=False)
-        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr)
-        and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)
-    }  # fmt: skip
+    """Each field's doc, by name: the string under it in the source of ``cls`` (or of a
+    dataclass it derives from), as CleanRL's ``Args`` writes them, on one line; none for a
+    class whose source cannot be read."""
+    docs = {}
+    for klass in reversed([c for c in cls.__mro__ if is_dataclass(c)]):
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        except (OSError, TypeError):  # defined where no source file is kept
+            continue
+        docs |= {
+            a.target.id: " ".join(b.value.value.split())
+            for a, b in zip(body, body[1:], strict=False)
+            if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr)
+            and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)
+        }  # fmt: skip
+    return docs
 
 
 def settings_given(args: argparse.Namespace, defaults) -> dict:
