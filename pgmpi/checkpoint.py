@@ -336,6 +336,7 @@ def pack_games(parts: list[dict[int, dict]] | None) -> dict[str, np.ndarray]:
     return pack_ragged([games[k] for k in sorted(games)], "game")
 
 
-def unpack_games(arrays: dict[str, np.ndarray], slots) -> dict[int, dict[str, np.ndarray]]:
-    """The snapshots of ``slots`` from what :func:`pack_games` wrote."""
-    return {k: unpack_ragged(arrays, "game", k) for k in slots}
+def unpack_games(arrays: dict[str, np.ndarray], mine) -> dict[int, dict[str, np.ndarray]]:
+    """The snapshots of games ``mine`` (this rank's game numbers) from what
+    :func:`pack_games` wrote."""
+    return {k: unpack_ragged(arrays, "game", k) for k in mine}

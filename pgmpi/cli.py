@@ -9,8 +9,12 @@ training.
 from __future__ import annotations
 
 import argparse
+import ast
 import inspect
-from dataclasses import fields, replace
+import textwrap
+import types
+import typing
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 
 from pgmpi import mpi, options
@@ -75,23 +79,58 @@ def warn_ignored_on_resume(args: argparse.Namespace, given: set[str], config: di
 
 def add_settings(parser: argparse.ArgumentParser, defaults, label: str = "") -> None:
     """A flag for each field of the settings dataclass ``defaults`` that has one
-    (``--hidden-size``, ``--sticky-actions/--no-sticky-actions``, ...), its help the field's
-    doc and ``defaults``' value (after ``label``, e.g. "fast preset: "). A flag not given is
-    absent from the parsed arguments: :func:`settings_given` reads those that were."""
+    (``--hidden-size``, ``--sticky-actions/--no-sticky-actions``, ...; :func:`flag`), its
+    help the field's doc and ``defaults``' value (after ``label``, e.g. "fast preset: "). A
+    flag not given is absent from the parsed arguments: :func:`settings_given` reads those
+    that were."""
+    docs = field_docs(type(defaults))
+    hints = typing.get_type_hints(type(defaults))
     for f in fields(defaults):
-        flag = f.metadata.get("flag")
-        doc = f.metadata.get("doc", "")
-        if flag is None:
+        kwargs = flag(f.name, hints[f.name])
+        if kwargs is None:
             continue
         value = getattr(defaults, f.name)
         shown = " ".join(map(str, value)) if isinstance(value, list) else value
-        kwargs = dict(f.metadata["argparse"], default=argparse.SUPPRESS)
-        if flag is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        else:
-            kwargs["type"] = FLAG_TYPES[flag]
         name = "--" + f.name.replace("_", "-")
-        parser.add_argument(name, help=f"{doc} ({label}{shown})", **kwargs)
+        text = f"{docs.get(f.name, '')} ({label}{shown})".lstrip()
+        parser.add_argument(name, help=text, default=argparse.SUPPRESS, **kwargs)
+
+
+def flag(name: str, hint) -> dict | None:
+    """How setting ``name``, annotated ``hint``, is parsed as a flag (argparse's keyword
+    arguments), or None for no flag (:data:`NO_FLAG`): a ``Literal``'s values are its
+    choices, a bool is ``--x/--no-x``, a list takes one value or more (``nargs="+"``); the
+    type is the annotation's (``X | None``: X's), or the stricter parser of :data:`PARSERS`."""
+    if name in NO_FLAG:
+        return None
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: X
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) is typing.Literal:
+        return dict(type=str, choices=list(typing.get_args(hint)))
+    if hint is bool:
+        return dict(action=argparse.BooleanOptionalAction)
+    if typing.get_origin(hint) is list:
+        return dict(type=PARSERS.get(name, typing.get_args(hint)[0]), nargs="+")
+    return dict(type=PARSERS.get(name, hint))
+
+
+def field_docs(cls) -> dict[str, str]:
+    """Each field's doc, by name: the string under it in the source of ``cls`` (or of a
+    dataclass it derives from), as CleanRL's ``Args`` writes them, on one line; none for a
+    class whose source cannot be read."""
+    docs = {}
+    for klass in reversed([c for c in cls.__mro__ if is_dataclass(c)]):
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        except (OSError, TypeError):  # defined where no source file is kept
+            continue
+        docs |= {
+            a.target.id: " ".join(b.value.value.split())
+            for a, b in zip(body, body[1:], strict=False)
+            if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr)
+            and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)
+        }  # fmt: skip
+    return docs
 
 
 def settings_given(args: argparse.Namespace, defaults) -> dict:
@@ -218,15 +257,19 @@ def frame_skip(text: str) -> int | list:
     return value
 
 
-# The parsers a settings field names (pgmpi.config.setting's ``flag``).
-FLAG_TYPES = {
-    "positive_int": positive_int,
-    "positive_int_or_none": positive_int_or_none,
-    "positive_float": positive_float,
-    "non_negative_float": non_negative_float,
-    "fraction": fraction,
+# Settings without a flag: the post's or the env's, or a switch kept for tests.
+NO_FLAG = {"gamma", "whole_games", "batch_gradient", "max_episode_steps", "exact_reduction"}
+
+# The settings a flag parses more strictly than their annotation's type, so that a value no
+# run could use fails at parse time (exit status 2), naming the flag.
+PARSERS = {
+    **dict.fromkeys(["hidden_size", "hidden_sizes", "slots", "steps_per_slot", "population_size",
+                     "episodes_per_individual", "noise_table_size"], positive_int),
+    **dict.fromkeys(["decay_rate", "deterministic_games", "elite_fraction", "prune_rate"],
+                    fraction),
+    **dict.fromkeys(["entropy_bonus", "value_baseline", "average_half_life"],
+                    non_negative_float),
+    "learning_rate": positive_float,
+    "lr_decay_steps": positive_int_or_none,
     "frame_skip": frame_skip,
-    "int": int,
-    "float": float,
-    "str": str,
-}
+}  # fmt: skip

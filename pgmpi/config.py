@@ -1,10 +1,11 @@
-"""Every setting in one place: :class:`PGConfig` and :class:`GAConfig`, ParallelPG's presets,
-and the checks.
+"""Every setting in one place: :class:`PGConfig`, :class:`GAConfig` and :class:`ESConfig`,
+their presets, and their checks.
 
-Each field of a settings dataclass carries its default, a one-line doc, how a command-line
-flag parses it and the rule a value must keep, so the examples build their flags from the
-fields and no default is written twice. A constructor gathers the first problem it finds
-(without raising) and hands it to :func:`pgmpi.mpi.agree`, which raises the same
+A field reads as its default, then a line of doc (the flag's help: :mod:`pgmpi.cli` builds
+the examples' flags from the fields, so no default is written twice). Each config's
+``check()`` returns the first problem with its values (without raising), and ``resolved()``
+fills in, once, the settings whose default depends on the env or the rank count. A
+constructor hands the problem to :func:`pgmpi.mpi.agree`, which raises the same
 :class:`~pgmpi.mpi.ConfigError` on every rank.
 """
 
@@ -14,6 +15,9 @@ import math
 import numbers
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Literal
+
+from pgmpi import memory
 
 
 def is_int(x) -> bool:
@@ -36,16 +40,25 @@ def is_path(x) -> bool:
     return isinstance(x, (str, os.PathLike)) and str(x) != ""
 
 
-def first_problem(checks: list[tuple]) -> str | None:
-    """The message for the first failed ``(ok, name, value, expected)`` check, or None.
+def at_least(x, low: int) -> bool:
+    """An int >= ``low``."""
+    return is_int(x) and x >= low
 
-    Example: ``(gamma <= 1, "gamma", gamma, "in (0, 1]")`` fails as
-    ``"gamma must be in (0, 1], got 1.5"``.
-    """
-    for ok, name, value, expected in checks:
-        if not ok:
-            return f"{name} must be {expected}, got {value!r}"
-    return None
+
+def is_sizes(x) -> bool:
+    """A list (or tuple) of ints >= 1: hidden layers."""
+    return isinstance(x, (list, tuple)) and all(at_least(h, 1) for h in x)
+
+
+def must(name: str, value, expected: str) -> str:
+    """The message for a bad value: ``must("gamma", 1.5, "in (0, 1]")`` is
+    ``"gamma must be in (0, 1], got 1.5"``."""
+    return f"{name} must be {expected}, got {value!r}"
+
+
+def first_problem(checks: list[tuple]) -> str | None:
+    """The message for the first failed ``(ok, name, value, expected)`` check, or None."""
+    return next((must(n, v, e) for ok, n, v, e in checks if not ok), None)
 
 
 def check_limits(
@@ -74,25 +87,12 @@ def check_limits(
     ])  # fmt: skip
 
 
-def _int_at_least(low: int):
-    return lambda v: is_int(v) and v >= low
-
-
-def setting(default, doc: str, flag=None, rule=None, expected: str = "", **argparse_kwargs):
-    """A settings field: its default, a one-line doc (the flag's help), how a flag parses
-    it (the name of a parser in :data:`pgmpi.cli.FLAG_TYPES`, ``bool`` for an on/off flag,
-    or None for no flag), and the rule a value must keep, with what it must be (the
-    :class:`ConfigError` message)."""
-    meta = dict(doc=doc, flag=flag, rule=rule, expected=expected, argparse=argparse_kwargs)
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
 # The learned baseline's weight for Pong (value_baseline None); other envs get none, since an
 # unscaled return (CartPole's reach 100) would swamp the policy's standardised advantages.
 PONG_VALUE_BASELINE = 0.05
-
+# learning_rate is for this many games; more scale it by sqrt(slots / 16) (ParallelPG), and
+# the default slot count is the smallest multiple of the rank count at least this.
+REFERENCE_SLOTS = 16
 # The largest weight of the entropy bonus and of the learned baseline: both weigh terms
 # against standardised returns (about 1), where 0.01 and 0.05 are the defaults; a weight far
 # above this makes the gradients overflow, and the blow-up would name learning_rate instead.
@@ -100,27 +100,17 @@ MAX_WEIGHT = 100
 # Pong's emulator frames per agent step: ALE's 4, Pong-v0's 2-4; past this, one agent step
 # is most of a rally, and 10**9 would play one step for ever.
 MAX_FRAME_SKIP = 100
+# ALE v5's own limit, 108,000 frames at frameskip 4, so Pong is unchanged; for envs without
+# a time limit it stops a good policy playing one game (and filling memory) forever.
+MAX_EPISODE_STEPS = 27_000
 
 
 def _skip(v) -> bool:
     return is_int(v) and 1 <= v <= MAX_FRAME_SKIP
 
 
-# ALE v5's own limit, 108,000 frames at frameskip 4, so Pong is unchanged; for envs without
-# a time limit it stops a good policy playing one game (and filling memory) forever.
-MAX_EPISODE_STEPS = 27_000
-
-
 class Settings:
-    """What the settings dataclasses share: their check and their dict."""
-
-    def problem(self) -> str | None:
-        """The message for the first field that breaks its rule, or None."""
-        return first_problem([
-            (f.metadata["rule"](getattr(self, f.name)), f.name, getattr(self, f.name),
-             f.metadata["expected"])
-            for f in fields(self) if f.metadata.get("rule") is not None
-        ])  # fmt: skip
+    """What the settings dataclasses share: their dict, and the check of unknown names."""
 
     def as_dict(self) -> dict:
         """The settings by name, as JSON keeps them (lists, not tuples)."""
@@ -142,99 +132,140 @@ class PGConfig(Settings):
     """The settings that define a ParallelPG run (with its env): the defaults are the "fast"
     preset. Kept in checkpoints and agreed by every rank."""
 
-    # One field a row: default, doc (the flag's help), flag parser, rule, what it must be.
-    # fmt: off
-    hidden_size: int = setting(200, "hidden units of the two-layer network (200 in the post)",
-                               "positive_int", _int_at_least(1), "an int >= 1")
-    optimizer: str = setting("adam", "'adam' or 'rmsprop' (the post's), both ascending", "str",
-                             lambda v: v in ("adam", "rmsprop"), "'adam' or 'rmsprop'",
-                             choices=["adam", "rmsprop"])
-    learning_rate: float = setting(4e-3, "step size; with batch_gradient 'mean' it is for 16 "
-                                   "slots, scaled by sqrt(slots / 16) for more",
-                                   "positive_float", lambda v: is_real(v) and v > 0, "> 0")
-    lr_decay_steps: int | None = setting(8_000_000, "a late inverse-time decay: past "
-                                         "decay_from agent steps, the step size and the "
-                                         "entropy bonus are divided by 1 + (steps - "
-                                         "decay_from) / this, halved after this many more "
-                                         "(none: constant)", "positive_int_or_none",
-                                         lambda v: v is None or _int_at_least(1)(v),
-                                         "None or an int >= 1")
-    decay_from: int = setting(10_000_000, "agent steps played before lr_decay_steps' decay "
-                              "starts (0: from the first update)", "int", _int_at_least(0),
-                              "an int >= 0")
-    decay_rate: float = setting(0.99, "RMSProp decay of the squared-gradient average",
-                                "fraction", lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)")
-    entropy_bonus: float = setting(0.01, "weight of the policy's entropy added to the "
-                                   "objective, against standardised returns (0: none, as in "
-                                   "the post)", "non_negative_float",
-                                   lambda v: is_real(v) and v >= 0, ">= 0")
-    value_baseline: float | None = setting(None, "weight of a learned baseline: the network "
-                                           "gets a value output trained on the discounted "
-                                           "returns, and the advantages become the returns "
-                                           "less it (0: none, as in the post; None: "
-                                           f"{PONG_VALUE_BASELINE:g} for Pong, whose returns "
-                                           "lie in [-1, 1], 0 for other envs)",
-                                           "non_negative_float",
-                                           lambda v: v is None or (is_real(v) and v >= 0),
-                                           "None or a number >= 0")
-    average_half_life: float = setting(200.0, "the policy evaluate() and act() play: a "
-                                       "running average of the parameters with this "
-                                       "half-life in updates, kept beside training and never "
-                                       "fed back (0: the live parameters, as in the post)",
-                                       "non_negative_float", lambda v: is_real(v) and v >= 0,
-                                       ">= 0")
-    gamma: float = setting(0.99, "discount factor", None,
-                           lambda v: is_real(v) and 0 < v <= 1, "in (0, 1]")
-    slots: int | None = setting(None, "games played at once, over all ranks (default: the "
-                                "smallest multiple of the rank count >= 16); fix it to get "
-                                "the same result on any rank count", "positive_int",
-                                lambda v: v is None or _int_at_least(1)(v), "None or an int >= 1")
-    steps_per_slot: int = setting(512, "agent steps each game plays per update (then, with "
-                                  "whole_games, on to the end of a game; else the steps of a "
-                                  "rally still open carry over)", "positive_int",
-                                  _int_at_least(1), "an int >= 1")
-    whole_games: bool | None = setting(None, "play every game to its end before an update "
-                                       "(None: not for Pong, whose games can be saved "
-                                       "mid-way; yes for other envs)", None,
-                                       lambda v: v is None or is_bool(v), "None, True or False")
-    batch_gradient: str = setting("mean", "'mean' over slots, or 'sum' (the post's)", None,
-                                  lambda v: v in ("mean", "sum"), "'mean' or 'sum'")
-    sticky_actions: bool = setting(True, "Pong with ALE v5's sticky actions (repeat probability "
-                                   "0.25, the standard since Machado et al. 2018); "
-                                   "--deterministic turns them off", bool, is_bool,
-                                   "True or False")
-    deterministic_games: float = setting(0.0, "with sticky actions, the share of training "
-                                         "games played without them, each game drawing "
-                                         "which from its own stream; the logged scores are "
-                                         "the sticky games' (0: none)", "fraction",
-                                         lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)")
-    frame_skip: int | list = setting(4, "Pong's emulator frames per agent step: 4 (ALE v5's), "
-                                     "or [2, 4], drawn uniformly from 2, 3, 4 at every step "
-                                     "from the game's own stream (gym's Pong-v0, the post's "
-                                     "game; the flag: 4 or 2-4)", "frame_skip",
-                                     lambda v: _skip(v) or (
-                                         isinstance(v, (list, tuple)) and len(v) == 2
-                                         and all(_skip(x) for x in v) and v[0] <= v[1]),
-                                     f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] with "
-                                     f"1 <= low <= high <= {MAX_FRAME_SKIP}")
-    max_episode_steps: int = setting(MAX_EPISODE_STEPS, "a game that reaches this many agent "
-                                     "steps ends, truncated", None, _int_at_least(1),
-                                     "an int >= 1")
-    seed: int = setting(0, "root seed of every random stream in the run", "int",
-                        _int_at_least(0), "an int >= 0")
-    exact_reduction: bool = setting(True, "exact fixed-point gradient sums, alike on any rank "
-                                    "count (False: float32)", None, is_bool, "True or False")
-    # fmt: on
+    hidden_size: int = 200
+    """hidden units of the two-layer network (200 in the post)"""
+    optimizer: Literal["adam", "rmsprop"] = "adam"
+    """'adam' or 'rmsprop' (the post's), both ascending"""
+    learning_rate: float = 4e-3
+    """step size; with batch_gradient 'mean' it is for 16 slots, scaled by sqrt(slots / 16)
+    for more"""
+    lr_decay_steps: int | None = 8_000_000
+    """a late inverse-time decay: past decay_from agent steps, the step size and the entropy
+    bonus are divided by 1 + (steps - decay_from) / this, halved after this many more (none:
+    constant)"""
+    decay_from: int = 10_000_000
+    """agent steps played before lr_decay_steps' decay starts (0: from the first update)"""
+    decay_rate: float = 0.99
+    """RMSProp decay of the squared-gradient average"""
+    entropy_bonus: float = 0.01
+    """weight of the policy's entropy added to the objective, against standardised returns
+    (0: none, as in the post)"""
+    value_baseline: float | None = None
+    """weight of a learned baseline: the network gets a value output trained on the
+    discounted returns, and the advantages become the returns less it (0: none, as in the
+    post; None: 0.05 for Pong, whose returns lie in [-1, 1], 0 for other envs)"""
+    average_half_life: float = 200.0
+    """the policy evaluate() and act() play: a running average of the parameters with this
+    half-life in updates, kept beside training and never fed back (0: the live parameters,
+    as in the post)"""
+    gamma: float = 0.99
+    """discount factor"""
+    slots: int | None = None
+    """games played at once, over all ranks (None: the default slot count,
+    README.md#glossary); fix it to get the same result on any rank count"""
+    steps_per_slot: int = 512
+    """agent steps each game plays per update (then, with whole_games, on to the end of a
+    game; else the steps of a rally still open carry over)"""
+    whole_games: bool | None = None
+    """play every game to its end before an update (None: not for Pong, whose games can be
+    saved mid-way; yes for other envs)"""
+    batch_gradient: Literal["mean", "sum"] = "mean"
+    """'mean' over slots, or 'sum' (the post's)"""
+    sticky_actions: bool = True
+    """Pong with ALE v5's sticky actions (repeat probability 0.25, the standard since Machado
+    et al. 2018); --deterministic turns them off"""
+    deterministic_games: float = 0.0
+    """with sticky actions, the share of training games played without them, each game
+    drawing which from its own stream; the logged scores are the sticky games' (0: none)"""
+    frame_skip: int | list = 4
+    """Pong's emulator frames per agent step: 4 (ALE v5's), or [2, 4], drawn uniformly from
+    2, 3, 4 at every step from the game's own stream (gym's Pong-v0, the post's game; the
+    flag: 4 or 2-4)"""
+    max_episode_steps: int = MAX_EPISODE_STEPS
+    """a game that reaches this many agent steps ends, truncated"""
+    seed: int = 0
+    """root seed of every random stream in the run"""
+    exact_reduction: bool = True
+    """exact fixed-point gradient sums, alike on any rank count (False: float32)"""
 
-    def problem(self) -> str | None:
-        weights = [(n, getattr(self, n)) for n in ("entropy_bonus", "value_baseline")]
-        return super().problem() or first_problem(
-            [
-                (v is None or v <= MAX_WEIGHT, n, v, f"at most {MAX_WEIGHT} (a weight against "
-                 "standardised returns: more makes every gradient overflow)")
-                for n, v in weights
-            ]
-        )  # fmt: skip
+    def check(self, probe=None, ranks: int = 1) -> str | None:
+        """The first problem with these settings, or None; given the env's ``probe`` (a game)
+        and the rank count, of resolved settings: also what the env and this machine's
+        memory allow (checked before the games are listed or made)."""
+        s, skip = self, self.frame_skip
+        if not at_least(s.hidden_size, 1):
+            return must("hidden_size", s.hidden_size, "an int >= 1")
+        if s.optimizer not in ("adam", "rmsprop"):
+            return must("optimizer", s.optimizer, "'adam' or 'rmsprop'")
+        if not (is_real(s.learning_rate) and s.learning_rate > 0):
+            return must("learning_rate", s.learning_rate, "> 0")
+        if not (s.lr_decay_steps is None or at_least(s.lr_decay_steps, 1)):
+            return must("lr_decay_steps", s.lr_decay_steps, "None or an int >= 1")
+        if not at_least(s.decay_from, 0):
+            return must("decay_from", s.decay_from, "an int >= 0")
+        if not (is_real(s.decay_rate) and 0 <= s.decay_rate < 1):
+            return must("decay_rate", s.decay_rate, "in [0, 1)")
+        if not (is_real(s.entropy_bonus) and s.entropy_bonus >= 0):
+            return must("entropy_bonus", s.entropy_bonus, ">= 0")
+        if not (s.value_baseline is None or (is_real(s.value_baseline) and s.value_baseline >= 0)):
+            return must("value_baseline", s.value_baseline, "None or a number >= 0")
+        if not (is_real(s.average_half_life) and s.average_half_life >= 0):
+            return must("average_half_life", s.average_half_life, ">= 0")
+        if not (is_real(s.gamma) and 0 < s.gamma <= 1):
+            return must("gamma", s.gamma, "in (0, 1]")
+        if not (s.slots is None or at_least(s.slots, 1)):
+            return must("slots", s.slots, "None or an int >= 1")
+        if not at_least(s.steps_per_slot, 1):
+            return must("steps_per_slot", s.steps_per_slot, "an int >= 1")
+        if not (s.whole_games is None or is_bool(s.whole_games)):
+            return must("whole_games", s.whole_games, "None, True or False")
+        if s.batch_gradient not in ("mean", "sum"):
+            return must("batch_gradient", s.batch_gradient, "'mean' or 'sum'")
+        if not is_bool(s.sticky_actions):
+            return must("sticky_actions", s.sticky_actions, "True or False")
+        if not (is_real(s.deterministic_games) and 0 <= s.deterministic_games < 1):
+            return must("deterministic_games", s.deterministic_games, "in [0, 1)")
+        if not (_skip(skip) or (isinstance(skip, (list, tuple)) and len(skip) == 2
+                                and all(map(_skip, skip)) and skip[0] <= skip[1])):  # fmt: skip
+            return must("frame_skip", skip, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] "
+                        f"with 1 <= low <= high <= {MAX_FRAME_SKIP}")  # fmt: skip
+        if not at_least(s.max_episode_steps, 1):
+            return must("max_episode_steps", s.max_episode_steps, "an int >= 1")
+        if not at_least(s.seed, 0):
+            return must("seed", s.seed, "an int >= 0")
+        if not is_bool(s.exact_reduction):
+            return must("exact_reduction", s.exact_reduction, "True or False")
+        for name in ("entropy_bonus", "value_baseline"):  # weights against returns of about 1
+            if (getattr(s, name) or 0) > MAX_WEIGHT:
+                why = "a weight against standardised returns: more makes every gradient overflow"
+                return must(name, getattr(s, name), f"at most {MAX_WEIGHT} ({why})")
+        if probe is None:
+            return None
+        local = -(-s.slots // ranks)  # games on rank 0, which has the most
+        if problem := memory.slots_problem(s.slots, ranks, local):
+            return problem
+        if not s.whole_games and not probe.is_pong:
+            return (
+                f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
+                "(ALE saves their state); pass whole_games=True"
+            )
+        if not probe.discrete:
+            return f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
+        return memory.pg_problem(probe.n_inputs, probe.n_actions, s, local)
+
+    def resolved(self, probe, ranks: int) -> PGConfig:
+        """These settings with ``slots`` None made the smallest multiple of ``ranks`` at
+        least 16 and, given the env's ``probe``: ``whole_games`` None made False for Pong (its
+        games can be saved mid-game), True for other envs; ``value_baseline`` None made 0.05
+        for Pong and 0 for other envs."""
+        slots = self.slots if is_int(self.slots) else ranks * math.ceil(REFERENCE_SLOTS / ranks)
+        cfg = replace(self, slots=slots)
+        if probe is not None and self.whole_games is None:
+            cfg = replace(cfg, whole_games=not probe.is_pong)
+        if probe is not None and self.value_baseline is None:
+            pong = probe.is_pong
+            cfg = replace(cfg, value_baseline=PONG_VALUE_BASELINE if pong else 0.0)
+        return cfg
 
 
 # What ParallelPG did before each of these settings existed: a checkpoint written then lacks
@@ -265,16 +296,17 @@ PRESETS = {
 def pruning_problem(population_size, elite_fraction, prune_rate, seed) -> str | None:
     """The first problem with a pruning GA's selection settings, or None."""
     P, f, r = population_size, elite_fraction, prune_rate
-    ok_p = is_int(P) and P >= 2
-    ok_f = is_real(f) and 0 < f < 1
-    child = f"small enough to leave a child in a population of {P}"
-    return first_problem([
-        (ok_p, "population_size", P, "an int >= 2"),
-        (ok_f, "elite_fraction", f, "in (0, 1)"),
-        (not (ok_p and ok_f) or math.ceil(f * P - 1e-9) < P, "elite_fraction", f, child),
-        (is_real(r) and 0 <= r < 1, "prune_rate", r, "in [0, 1)"),
-        (is_int(seed) and seed >= 0, "seed", seed, "an int >= 0"),
-    ])  # fmt: skip
+    if not at_least(P, 2):
+        return must("population_size", P, "an int >= 2")
+    if not (is_real(f) and 0 < f < 1):
+        return must("elite_fraction", f, "in (0, 1)")
+    if math.ceil(f * P - 1e-9) >= P:
+        return must("elite_fraction", f, f"small enough to leave a child in a population of {P}")
+    if not (is_real(r) and 0 <= r < 1):
+        return must("prune_rate", r, "in [0, 1)")
+    if not at_least(seed, 0):
+        return must("seed", seed, "an int >= 0")
+    return None
 
 
 @dataclass(frozen=True)
@@ -282,39 +314,52 @@ class GAConfig(Settings):
     """The settings that define a PrunedGA run (with its env), as in the synaptolytic-learning
     project's defaults. Kept in checkpoints and agreed by every rank."""
 
-    # One field a row, as in PGConfig; the selection settings are checked by pruning_problem.
-    # fmt: off
-    hidden_sizes: list = setting([32], "units of each tanh hidden layer ([32] in the original)",
-                                 "positive_int", lambda h: isinstance(h, (list, tuple)) and all(
-                                     is_int(x) and x >= 1 for x in h), "a list of ints >= 1",
-                                 nargs="+")
-    genome: str | None = setting(None, "'ones': all weights 1, each layer feeds the next (the "
-                                 "original's pruneable agent); 'signed-dag': N(0,1) weights, "
-                                 "every layer fed by all earlier ones, Hebbian-guided pruning; "
-                                 "None: signed-dag for continuous actions, ones for discrete",
-                                 "str", lambda v: v in (None, "ones", "signed-dag"),
-                                 "None, 'ones' or 'signed-dag'", choices=["ones", "signed-dag"])
-    population_size: int = setting(128, "individuals per generation", "positive_int")
-    episodes_per_individual: int = setting(8, "episodes averaged into each fitness (8 in the "
-                                           "original)", "positive_int", _int_at_least(1),
-                                           "an int >= 1")
-    elite_fraction: float = setting(0.125, "share of a generation kept unchanged", "fraction")
-    prune_rate: float = setting(0.25, "pruning probability of generation 0; later rates adapt",
-                                "fraction")
-    complexity_weight: float = setting(1.0, "fitness penalty per fraction of connections kept "
-                                       "(1 in the original)", "float",
-                                       lambda v: is_real(v) and v >= 0, "a number >= 0")
-    max_episode_steps: int = setting(MAX_EPISODE_STEPS, "an episode that reaches this many "
-                                     "steps ends there, truncated", None, _int_at_least(1),
-                                     "an int >= 1")
-    seed: int = setting(0, "root seed of every random stream in the run", "int")
-    # fmt: on
+    hidden_sizes: list[int] = field(default_factory=lambda: [32])
+    """units of each tanh hidden layer ([32] in the original)"""
+    genome: Literal["ones", "signed-dag"] | None = None
+    """'ones': all weights 1, each layer feeds the next (the original's pruneable agent);
+    'signed-dag': N(0,1) weights, every layer fed by all earlier ones, Hebbian-guided pruning;
+    None: signed-dag for continuous actions, ones for discrete"""
+    population_size: int = 128
+    """individuals per generation"""
+    episodes_per_individual: int = 8
+    """episodes averaged into each fitness (8 in the original)"""
+    elite_fraction: float = 0.125
+    """share of a generation kept unchanged"""
+    prune_rate: float = 0.25
+    """pruning probability of generation 0; later rates adapt"""
+    complexity_weight: float = 1.0
+    """fitness penalty per fraction of connections kept (1 in the original)"""
+    max_episode_steps: int = MAX_EPISODE_STEPS
+    """an episode that reaches this many steps ends there, truncated"""
+    seed: int = 0
+    """root seed of every random stream in the run"""
 
-    def problem(self) -> str | None:
-        return (
-            pruning_problem(self.population_size, self.elite_fraction, self.prune_rate, self.seed)
-            or super().problem()
-        )
+    def check(self, probe=None, ranks: int = 1) -> str | None:
+        """The first problem with these settings, or None; given the env's ``probe``, of
+        resolved settings: also whether a rank fits in this machine's memory."""
+        s = self
+        problem = pruning_problem(s.population_size, s.elite_fraction, s.prune_rate, s.seed)
+        if problem:
+            return problem
+        if not is_sizes(s.hidden_sizes):
+            return must("hidden_sizes", s.hidden_sizes, "a list of ints >= 1")
+        if s.genome not in (None, "ones", "signed-dag"):
+            return must("genome", s.genome, "None, 'ones' or 'signed-dag'")
+        if not at_least(s.episodes_per_individual, 1):
+            return must("episodes_per_individual", s.episodes_per_individual, "an int >= 1")
+        if not (is_real(s.complexity_weight) and s.complexity_weight >= 0):
+            return must("complexity_weight", s.complexity_weight, "a number >= 0")
+        if not at_least(s.max_episode_steps, 1):
+            return must("max_episode_steps", s.max_episode_steps, "an int >= 1")
+        return memory.ga_problem(probe, s)
+
+    def resolved(self, probe, ranks: int) -> GAConfig:
+        """These settings with ``genome`` None made, given the env's ``probe``, the one
+        measured best for its action space: 'ones' for discrete, 'signed-dag' for continuous."""
+        if probe is None or self.genome is not None:
+            return self
+        return replace(self, genome="ones" if probe.discrete else "signed-dag")
 
 
 @dataclass(frozen=True)
@@ -323,40 +368,65 @@ class ESConfig(Settings):
     shared noise table, as in Salimans et al. (2017). Kept in checkpoints and agreed by
     every rank; ``ES_PRESETS["paper"]`` holds the paper's."""
 
-    # One field a row, as in PGConfig.
-    # fmt: off
-    hidden_sizes: list = setting([64, 64], "units of each tanh hidden layer ([256, 256] in "
-                                 "the paper)", "positive_int", lambda h: isinstance(
-                                     h, (list, tuple)) and all(is_int(x) and x >= 1 for x in h),
-                                 "a list of ints >= 1", nargs="+")
-    population_size: int = setting(64, "perturbed networks played per generation, in "
-                                   "antithetic pairs (+eps, -eps): even", "positive_int",
-                                   lambda v: is_int(v) and v >= 2 and v % 2 == 0,
-                                   "an even int >= 2 (antithetic pairs)")
-    noise_std: float = setting(0.02, "sigma, the perturbations' standard deviation",
-                               "float", lambda v: is_real(v) and v > 0, "a number > 0")
-    learning_rate: float = setting(0.01, "Adam's step size on the ES gradient", "float",
-                                   lambda v: is_real(v) and v > 0, "a number > 0")
-    weight_decay: float = setting(0.005, "L2 coefficient: Adam ascends the ES gradient minus "
-                                  "this times the parameters", "float",
-                                  lambda v: is_real(v) and v >= 0, "a number >= 0")
-    noise_table_size: int = setting(25_000_000, "float32 numbers in the shared noise table, "
-                                    "built on every rank (100 MB; 12.8 GB for 128 ranks on a "
-                                    "node; the paper's is 250,000,000, one per machine)",
-                                    "positive_int", _int_at_least(1), "an int >= 1")
-    obs_stat_fraction: float = setting(0.01, "share of a generation's perturbed episodes whose "
-                                       "observations update the normalisation statistics "
-                                       "(at least one unless 0; 0.01 in the paper)", "float",
-                                       lambda v: is_real(v) and 0 <= v <= 1, "in [0, 1]")
-    eval_episodes: int = setting(4, "episodes of the unperturbed network per generation, "
-                                 "played with the others (its logged return)", "int",
-                                 _int_at_least(0), "an int >= 0")
-    max_episode_steps: int = setting(MAX_EPISODE_STEPS, "an episode that reaches this many "
-                                     "steps ends there, truncated", None, _int_at_least(1),
-                                     "an int >= 1")
-    seed: int = setting(0, "root seed of every random stream in the run (the noise table's "
-                        "too)", "int", _int_at_least(0), "an int >= 0")
-    # fmt: on
+    hidden_sizes: list[int] = field(default_factory=lambda: [64, 64])
+    """units of each tanh hidden layer ([256, 256] in the paper)"""
+    population_size: int = 64
+    """perturbed networks played per generation, in antithetic pairs (+eps, -eps): even"""
+    noise_std: float = 0.02
+    """sigma, the perturbations' standard deviation"""
+    learning_rate: float = 0.01
+    """Adam's step size on the ES gradient"""
+    weight_decay: float = 0.005
+    """L2 coefficient: Adam ascends the ES gradient minus this times the parameters"""
+    noise_table_size: int = 25_000_000
+    """float32 numbers in the shared noise table, built on every rank (100 MB; 12.8 GB for
+    128 ranks on a node; the paper's is 250,000,000, one per machine)"""
+    obs_stat_fraction: float = 0.01
+    """share of a generation's perturbed episodes whose observations update the normalisation
+    statistics (at least one unless 0; 0.01 in the paper)"""
+    eval_episodes: int = 4
+    """episodes of the unperturbed network per generation, played with the others (its
+    logged return)"""
+    max_episode_steps: int = MAX_EPISODE_STEPS
+    """an episode that reaches this many steps ends there, truncated"""
+    seed: int = 0
+    """root seed of every random stream in the run (the noise table's too)"""
+
+    def check(self, probe=None, ranks: int = 1) -> str | None:
+        """The first problem with these settings, or None; given the env's ``probe`` and the
+        ranks on this node (``ranks``): also whether the table holds a perturbation and fits."""
+        s = self
+        if not is_sizes(s.hidden_sizes):
+            return must("hidden_sizes", s.hidden_sizes, "a list of ints >= 1")
+        if not (at_least(s.population_size, 2) and s.population_size % 2 == 0):
+            return must("population_size", s.population_size, "an even int >= 2 (antithetic pairs)")
+        if not (is_real(s.noise_std) and s.noise_std > 0):
+            return must("noise_std", s.noise_std, "a number > 0")
+        if not (is_real(s.learning_rate) and s.learning_rate > 0):
+            return must("learning_rate", s.learning_rate, "a number > 0")
+        if not (is_real(s.weight_decay) and s.weight_decay >= 0):
+            return must("weight_decay", s.weight_decay, "a number >= 0")
+        if not at_least(s.noise_table_size, 1):
+            return must("noise_table_size", s.noise_table_size, "an int >= 1")
+        if not (is_real(s.obs_stat_fraction) and 0 <= s.obs_stat_fraction <= 1):
+            return must("obs_stat_fraction", s.obs_stat_fraction, "in [0, 1]")
+        if not at_least(s.eval_episodes, 0):
+            return must("eval_episodes", s.eval_episodes, "an int >= 0")
+        if not at_least(s.max_episode_steps, 1):
+            return must("max_episode_steps", s.max_episode_steps, "an int >= 1")
+        if not at_least(s.seed, 0):
+            return must("seed", s.seed, "an int >= 0")
+        if probe is None:
+            return None
+        layers = (probe.n_inputs, *s.hidden_sizes, probe.n_actions)
+        n_params = sum((a + 1) * b for a, b in zip(layers, layers[1:], strict=False))  # biases
+        size, gib = s.noise_table_size, 4 * s.noise_table_size * ranks / 2**30
+        if size < n_params:
+            return must("noise_table_size", size, f"at least a perturbation: {n_params} parameters")
+        if gib > memory.memory_bytes() / 2**31:
+            return must("noise_table_size", size, f"small enough for {ranks} ranks' tables "
+                        f"({gib:.1f} GiB) to fit in half this node's memory")  # fmt: skip
+        return None
 
 
 # ParallelES's named settings: "paper" is Salimans et al.'s (2017) MuJoCo settings, as their
@@ -369,104 +439,27 @@ ES_PRESETS = {
                      noise_table_size=250_000_000, obs_stat_fraction=0.01),
 }  # fmt: skip
 
-# ParallelPG.evaluate's arguments.
-EVALUATE_RULES = {
-    "episodes": (_int_at_least(1), "an int >= 1"),
-    "greedy": (is_bool, "True or False"),
-    "sticky": (lambda v: v is None or is_bool(v), "None, True or False"),
-    "live": (is_bool, "True or False"),
-}
+
+def evaluate_problem(episodes, greedy, sticky, live) -> str | None:
+    """The first problem with ``ParallelPG.evaluate``'s arguments, or None."""
+    if not at_least(episodes, 1):
+        return must("episodes", episodes, "an int >= 1")
+    if not is_bool(greedy):
+        return must("greedy", greedy, "True or False")
+    if not (sticky is None or is_bool(sticky)):
+        return must("sticky", sticky, "None, True or False")
+    if not is_bool(live):
+        return must("live", live, "True or False")
+    return None
 
 
-def rules_problem(values: dict, rules: dict) -> str | None:
-    """The message for the first of ``values`` that breaks its rule in ``rules``, or None."""
-    return first_problem(
-        [(rules[k][0](v), k, v, rules[k][1]) for k, v in values.items() if k in rules]
-    )
-
-
-def resolve(cls, config, settings: dict, options) -> tuple:
+def configure(cls, config, settings: dict, options) -> tuple:
     """An algorithm's settings, ``config`` (default ``cls()``) with ``settings`` replaced,
-    and the first problem with them or with the run's ``options`` (a
-    :class:`pgmpi.options.RunOptions`), or None; with an unknown setting, ``cls()`` and that
-    problem."""
+    and the first problem with them (their ``check()``) or with the run's ``options`` (a
+    :class:`pgmpi.options.RunOptions`), or None; with an unknown setting, ``cls()`` and
+    that problem."""
     problem = cls.unknown_problem(settings)
     if problem is not None:
         return cls(), problem
     cfg = replace(config or cls(), **settings)
-    return cfg, cfg.problem() or options.problem()
-
-
-def memory_bytes() -> int:
-    """This machine's physical memory, in bytes."""
-    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-# The least memory one game takes on a rank (an env object, its observation and state): a
-# lower bound, so that a slot count no machine could hold is named before it is made.
-GAME_BYTES = 10_000
-
-
-def _gib(n: float) -> str:
-    return f"{n / 2**30:,.1f} GiB"
-
-
-def slots_problem(cfg: PGConfig, ranks: int) -> str | None:
-    """Why ``cfg.slots`` games, shared over ``ranks`` ranks, cannot fit in this machine's
-    memory (at least :data:`GAME_BYTES` a game), or None. Checked before the games are
-    listed or made; :func:`memory_problem` then checks the network and the steps kept."""
-    if not is_int(cfg.slots):
-        return None  # None, or a bad value the settings' own check names
-    local = -(-cfg.slots // ranks)
-    need = local * GAME_BYTES
-    if need <= memory_bytes():
-        return None
-    return (
-        f"slots={cfg.slots} over {ranks} rank(s) is {local:,} games per rank, which need at "
-        f"least {_gib(need)} per rank, more than this machine's {_gib(memory_bytes())} of "
-        "memory: use fewer slots or more ranks"
-    )
-
-
-def ga_memory_problem(probe, cfg: GAConfig) -> str | None:
-    """Why a PrunedGA rank cannot fit in this machine's memory, naming the settings and what
-    they would need, or None (also None without a ``probe``, the env's sizes). Per weight:
-    each individual's mask (1 byte) and the float64 draws of a generation's pruning (8), the
-    network's own weights and their activity (16); per episode of a generation: its steps,
-    seconds and rank, and its slot on the board of units played ahead (64 bytes)."""
-    if probe is None:
-        return None
-    sizes = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
-    if cfg.genome == "signed-dag":  # every layer fed by all earlier ones
-        weights = sum(sum(sizes[:i]) * sizes[i] for i in range(1, len(sizes)))
-    else:
-        weights = sum(a * b for a, b in zip(sizes, sizes[1:], strict=False))
-    P, E = cfg.population_size, cfg.episodes_per_individual
-    need = 9 * P * weights + 16 * weights + 64 * P * E
-    if need <= memory_bytes():
-        return None
-    return (
-        f"hidden_sizes={list(cfg.hidden_sizes)} ({weights:,} connections with "
-        f"{probe.n_inputs} inputs), population_size={P} and episodes_per_individual={E} need "
-        f"about {_gib(need)} per rank (the population's masks, a generation's draws and its "
-        f"episodes), more than this machine's {_gib(memory_bytes())} of memory"
-    )
-
-
-def memory_problem(n_inputs: int, n_actions: int, cfg: PGConfig, local_slots: int) -> str | None:
-    """Why ParallelPG's rank cannot fit in this machine's memory, naming what it would need,
-    or None (checked before anything big is made). Per parameter: float32 parameters and
-    Adam's two moments, the int64 exact sum and the float32 gradient (24 bytes); per agent
-    step kept for the gradient: its hidden layer and logits (float32) and some overhead."""
-    h = cfg.hidden_size
-    params = (n_inputs + n_actions) * h
-    steps = cfg.steps_per_slot * local_slots
-    need = 24 * params + steps * (4 * (h + n_actions) + 200)
-    if need <= memory_bytes():
-        return None
-    what = f"hidden_size={h} with {n_inputs} inputs, steps_per_slot={cfg.steps_per_slot}"
-    return (
-        f"{what} needs about {need / 2**30:.1f} GiB per rank (parameters, optimizer state, "
-        f"the exact sum and the steps kept for the gradient), more than this machine's "
-        f"{memory_bytes() / 2**30:.1f} GiB of memory"
-    )
+    return cfg, cfg.check() or options.problem()

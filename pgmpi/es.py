@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, schedule
-from pgmpi.config import ESConfig, first_problem, is_int, memory_bytes, resolve
+from pgmpi.config import ESConfig, configure, first_problem, is_int
 from pgmpi.envs import Game
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.loop import Description
@@ -95,7 +95,7 @@ class ParallelES:
                  overwrite: bool = False, **settings):  # fmt: skip
         mpi.init()
         options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
-        cfg, problem = resolve(ESConfig, config, settings, options)
+        cfg, problem = configure(ESConfig, config, settings, options)
         problem = mpi.launcher_problem() or problem
         probe, node = None, mpi.ranks_on_node()  # collective: before any rank can fail
         if problem is None:
@@ -104,16 +104,10 @@ class ParallelES:
                 probe.close()
             except Exception as e:  # any failure to make the env is the user's input
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
+        problem = problem or cfg.check(probe, node)  # the noise table: enough, and it fits
         if probe is not None:
             layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
             self.net = MLP(layers, probe.discrete, rng.stream(cfg.seed, rng.INIT))
-            size, gib = cfg.noise_table_size, 4 * cfg.noise_table_size * node / 2**30
-            problem = first_problem([
-                (size >= self.net.n_params, "noise_table_size", size,
-                 f"at least a perturbation: {self.net.n_params} parameters"),
-                (gib <= memory_bytes() / 2**31, "noise_table_size", size, f"small enough for "
-                 f"{node} ranks' tables ({gib:.1f} GiB) to fit in half this node's memory"),
-            ])  # fmt: skip
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
         mpi.agree(dict(self.config, version=__version__, numpy=np.__version__, trace=trace),

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from pgmpi import checkpoint, genomes, loop, mpi, rollout
 from pgmpi.ahead import PlayingAhead
-from pgmpi.config import GAConfig, first_problem, ga_memory_problem, is_int, resolve
+from pgmpi.config import GAConfig, configure, first_problem, is_int
 from pgmpi.envs import Game
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.loop import Description
@@ -99,7 +98,7 @@ class PrunedGA:
     ):
         mpi.init()  # the excepthook and the watchdog, once per process
         options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
-        cfg, problem = resolve(GAConfig, config, settings, options)
+        cfg, problem = configure(GAConfig, config, settings, options)
         problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
         probe = None
         if problem is None:
@@ -108,9 +107,8 @@ class PrunedGA:
                 probe.close()
             except Exception as e:  # any failure to make the env is the user's input
                 problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
-        if probe is not None and cfg.genome is None:  # the measured choice per action space
-            cfg = replace(cfg, genome="ones" if probe.discrete else "signed-dag")
-        problem = problem or ga_memory_problem(probe, cfg)  # before anything big is made
+        cfg = cfg.resolved(probe, mpi.size())  # genome: the measured choice per action space
+        problem = problem or cfg.check(probe)  # memory, before anything big is made
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
         # trace is agreed too: with it on, every rank joins one more gather per generation,

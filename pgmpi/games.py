@@ -1,18 +1,16 @@
-"""Making games: the game an env id makes, and ParallelPG's games with what they say about its
-settings.
+"""Making games: the game an env id makes, and ParallelPG's games.
 
 :func:`make_game` picks the class: :class:`~pgmpi.pong.PongGame` for Pong's id, else
 :class:`~pgmpi.envs.Game`. It sits above both (``pong`` builds on ``envs``), so that no
-module imports one that imports it back. :func:`make_games` makes a rank's persistent games
-and fills in the settings that depend on the env (``whole_games``, ``value_baseline``).
+module imports one that imports it back. :func:`probe_game` makes ParallelPG's first game (its
+sizes fill in the settings that depend on the env: :meth:`pgmpi.config.PGConfig.resolved`)
+and :func:`make_games` a rank's persistent games.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
-from pgmpi.config import PONG_VALUE_BASELINE, memory_problem
 from pgmpi.envs import PONG_ID, Game
 from pgmpi.pong import PongGame
 
@@ -33,44 +31,23 @@ def make_game(
     return Game(env, max_steps)
 
 
-def make_games(env: str | Callable, slots: list[int], cfg) -> tuple[dict, Game | None, object]:
-    """ParallelPG's games, and what they say about its settings ``cfg`` (a PGConfig).
-
-    Returns:
-        Game k for each of ``slots``; one game to read the env's sizes from (made even
-        where ``slots`` is empty, so that every rank checks the env); ``cfg`` with
-        ``whole_games`` None made False for Pong and True for other envs (their games
-        cannot be saved mid-game) and ``value_baseline`` None made 0.05 for Pong and 0 for
-        other envs; and why the env cannot be made, play
-        ``whole_games=False`` or fit in memory, or None. If the env cannot be made: ``{}``,
-        None, ``cfg`` as given, the problem.
-    """
+def probe_game(env: str | Callable, cfg) -> tuple[Game | None, str | None]:
+    """One of ParallelPG's games (``cfg``, a PGConfig), made first to read the env's sizes
+    (every rank makes one, so every rank checks the env), and why the env cannot be made, or
+    None. If it cannot: None and the problem."""
     try:
-        games = {
-            k: make_game(
-                env,
-                cfg.sticky_actions,
-                cfg.max_episode_steps,
-                cfg.frame_skip,
-                cfg.deterministic_games,
-            )
-            for k in slots or [-1]
-        }
+        return _game(env, cfg), None
     except Exception as e:  # any failure to make the env is the user's input
-        return {}, None, cfg, f"cannot make env {env!r}: {type(e).__name__}: {e}"
-    probe = next(iter(games.values()))
-    games.pop(-1, None)
-    problem = None
-    if not probe.discrete:
-        problem = f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
-    if cfg.value_baseline is None:
-        cfg = replace(cfg, value_baseline=PONG_VALUE_BASELINE if probe.is_pong else 0.0)
-    if cfg.whole_games is None:
-        cfg = replace(cfg, whole_games=not probe.is_pong)
-    elif not cfg.whole_games and not probe.is_pong:
-        problem = (
-            f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
-            "(ALE saves their state); pass whole_games=True"
-        )
-    problem = problem or memory_problem(probe.n_inputs, probe.n_actions, cfg, len(slots))
-    return games, probe, cfg, problem
+        return None, f"cannot make env {env!r}: {type(e).__name__}: {e}"
+
+
+def make_games(env: str | Callable, mine: list[int], cfg, probe: Game) -> dict[int, Game]:
+    """ParallelPG's games on this rank: game k for each k of ``mine`` (``cfg``, a PGConfig),
+    the first of them the ``probe`` that :func:`probe_game` made."""
+    return {k: probe if i == 0 else _game(env, cfg) for i, k in enumerate(mine)}
+
+
+def _game(env, cfg) -> Game:
+    return make_game(
+        env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip, cfg.deterministic_games
+    )

@@ -35,19 +35,23 @@ def chunks(n: int):
 class RMSProp:
     """RMSProp ascent on one flat vector, state in one flat ``cache`` of the same shape."""
 
-    def __init__(self, n: int, learning_rate: float, decay_rate: float, eps: float = 1e-5):
+    def __init__(
+        self, n: int, learning_rate: float | None = None, decay_rate: float = 0.99, eps=1e-5
+    ):
         self.learning_rate = learning_rate
         self.decay_rate = decay_rate
         self.eps = eps
         self.cache = np.zeros(n, dtype=np.float32)
 
-    def step(self, params: np.ndarray, grad: np.ndarray) -> None:
-        """Update ``params`` in place with ``grad`` (both float32, same shape as ``cache``)."""
+    def step(self, params: np.ndarray, grad: np.ndarray, learning_rate: float | None = None):
+        """Update ``params`` in place with ``grad`` (both float32, same shape as ``cache``),
+        by ``learning_rate`` (default: the one given at construction)."""
+        lr = self.learning_rate if learning_rate is None else learning_rate
         for part in chunks(len(params)):
             cache, g = self.cache[part], grad[part]
             cache *= self.decay_rate
             cache += (1.0 - self.decay_rate) * np.square(g)
-            params[part] += self.learning_rate * g / (np.sqrt(cache) + self.eps)
+            params[part] += lr * g / (np.sqrt(cache) + self.eps)
 
     def state(self) -> dict[str, np.ndarray]:
         """The arrays a checkpoint needs to resume exactly."""
@@ -62,7 +66,12 @@ class Adam:
     """Adam ascent on one flat vector; state ``m``, ``v`` (flat, float32) and the step count."""
 
     def __init__(
-        self, n: int, learning_rate: float, beta1: float = 0.9, beta2: float = 0.999, eps=1e-8
+        self,
+        n: int,
+        learning_rate: float | None = None,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        eps=1e-8,
     ):
         self.learning_rate = learning_rate
         self.beta1 = beta1
@@ -70,10 +79,12 @@ class Adam:
         self.eps = eps
         self.m, self.v, self.t = np.zeros(n, np.float32), np.zeros(n, np.float32), 0
 
-    def step(self, params: np.ndarray, grad: np.ndarray) -> None:
-        """Update ``params`` in place with ``grad`` (both float32, same shape as ``m``)."""
+    def step(self, params: np.ndarray, grad: np.ndarray, learning_rate: float | None = None):
+        """Update ``params`` in place with ``grad`` (both float32, same shape as ``m``), by
+        ``learning_rate`` (default: the one given at construction)."""
         self.t += 1
-        lr = self.learning_rate * math.sqrt(1.0 - self.beta2**self.t) / (1.0 - self.beta1**self.t)
+        lr = self.learning_rate if learning_rate is None else learning_rate
+        lr = lr * math.sqrt(1.0 - self.beta2**self.t) / (1.0 - self.beta1**self.t)
         for part in chunks(len(params)):
             m, v, g = self.m[part], self.v[part], grad[part]
             m *= self.beta1

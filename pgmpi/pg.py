@@ -23,23 +23,20 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from pgmpi import loop, mpi, rallies, rng, rollout
-from pgmpi.config import PGConfig, is_int, resolve, slots_problem
+from pgmpi.config import REFERENCE_SLOTS, PGConfig, configure
 from pgmpi.envs import PONG_ID
-from pgmpi.games import make_games
+from pgmpi.games import make_games, probe_game
 from pgmpi.logger import mean, rank_figures
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.options import RunOptions
 from pgmpi.pg_run import PGRun
 from pgmpi.version import __version__
-
-REFERENCE_SLOTS = 16  # learning_rate is for this many games; more scale it by sqrt(slots/16)
 
 
 def discounted_returns(rewards: np.ndarray, gamma: float, ends: np.ndarray) -> np.ndarray:
@@ -78,8 +75,9 @@ class ParallelPG(PGRun):
             kept as ``options``.
 
     Attributes:
-        config: the run's settings as a dict (``env`` and every PGConfig field, ``slots``
-            and ``whole_games`` resolved): what every rank agreed on and checkpoints keep.
+        config: the run's settings as a dict (``env`` and every PGConfig field, resolved:
+            :meth:`~pgmpi.config.PGConfig.resolved`): what every rank agreed on and
+            checkpoints keep; ``learning_rate`` lives here only (:attr:`learning_rate`).
 
     Raises:
         ConfigError (a ValueError): on every rank, naming the bad value, if an argument is
@@ -104,16 +102,16 @@ class ParallelPG(PGRun):
         mpi.init()  # the excepthook and the watchdog, once per process
         n = mpi.size()
         options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
-        cfg, problem = resolve(PGConfig, config, settings, options)
-        problem = mpi.launcher_problem() or problem or slots_problem(cfg, n)  # launch first
+        cfg, problem = configure(PGConfig, config, settings, options)
+        problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
-        slots = cfg.slots if is_int(cfg.slots) else n * math.ceil(REFERENCE_SLOTS / n)
-        self.mine = list(range(mpi.rank(), 0 if problem else slots, n))  # game k: rank k % n
-        self.games = {}
         probe = None
         if problem is None:  # every rank makes one game at least, to check the env
-            self.games, probe, cfg, problem = make_games(env, self.mine, cfg)
-        cfg = replace(cfg, slots=slots)
+            probe, problem = probe_game(env, cfg)
+        cfg = cfg.resolved(probe, n)  # slots, whole_games, value_baseline
+        problem = problem or cfg.check(probe, n)
+        self.mine = list(range(mpi.rank(), 0 if problem else cfg.slots, n))  # game k: rank k % n
+        self.games = {} if problem else make_games(env, self.mine, cfg, probe)
         named = env if isinstance(env, str) else getattr(probe, "env_id", "custom")
         self.config = {"env": named} | cfg.as_dict()
         # trace is agreed too: with it on, every rank joins one more gather per update
@@ -135,11 +133,9 @@ class ParallelPG(PGRun):
         if h:  # the same initial draws: it starts as the network
             self.average = TwoLayerPolicy(*shape, rng.stream(cfg.seed, rng.INIT), bernoulli, value)
         self._keep = np.float32(0.5 ** (1 / h)) if h else None
-        scale = math.sqrt(slots / REFERENCE_SLOTS) if cfg.batch_gradient == "mean" else 1.0
-        self.learning_rate = lr = cfg.learning_rate * max(scale, 1.0)
-        size = self.net.params.size
+        size = self.net.params.size  # its step size comes with each step: step_size()
         self.optimizer = (
-            Adam(size, lr) if cfg.optimizer == "adam" else RMSProp(size, lr, cfg.decay_rate)
+            Adam(size) if cfg.optimizer == "adam" else RMSProp(size, decay_rate=cfg.decay_rate)
         )
         self.update = 0
         self.episodes = 0
@@ -234,8 +230,7 @@ class ParallelPG(PGRun):
                 f"update {self.update + 1}: non-finite or huge gradient in {bad} game(s); "
                 "lower learning_rate or check the env's rewards"
             )
-        self.optimizer.learning_rate = self.step_size()
-        self.optimizer.step(self.net.params, grad)  # the same step on every rank
+        self.optimizer.step(self.net.params, grad, self.step_size())  # the same on every rank
         if not np.isfinite(self.net.params.sum(dtype=np.float64)):  # the same on every rank
             raise mpi.NonFiniteError(
                 f"update {self.update + 1}: the optimizer step made the parameters non-finite "
@@ -254,6 +249,7 @@ class ParallelPG(PGRun):
         the running reward, the row. Collective: one small allgather, so that every rank
         logs the same row, with every rank's seconds and steps (``mine``)."""
         c = self.config
+        rate = self.step_size()  # this update's: before the steps below are counted
         finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
         ranks = mpi.allgather_object((finished, mine))  # collective 2: every rank's, to all
         played = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
@@ -278,7 +274,7 @@ class ParallelPG(PGRun):
             "charts/mean_return": mean([g[1] for g in games]),
             "charts/mean_length": mean([g[2] for g in games]),
             "charts/capped_games": sum(g[2] >= cap for g in games),
-            "charts/learning_rate": self.optimizer.learning_rate,
+            "charts/learning_rate": rate,
             **rank_figures(figures),
             "_seconds": mine,  # the loop's: this rank's, for the trace
         }
@@ -293,7 +289,15 @@ class ParallelPG(PGRun):
         H, past = self.config["lr_decay_steps"], self.steps - self.config["decay_from"]
         return 1.0 if H is None or past <= 0 else 1 + past / H
 
+    @property
+    def learning_rate(self) -> float:
+        """The step size before the late decay: the ``learning_rate`` setting (for 16 slots)
+        times sqrt(slots / 16) with batch_gradient 'mean' and more than 16 slots. Derived
+        from ``config``, its one home; :meth:`step_size` hands each update's to the optimizer."""
+        c = self.config
+        scale = math.sqrt(c["slots"] / REFERENCE_SLOTS) if c["batch_gradient"] == "mean" else 1.0
+        return c["learning_rate"] * max(scale, 1.0)
+
     def step_size(self) -> float:
-        """This update's learning rate: ``learning_rate`` (after the square-root rule) over
-        :meth:`decay`."""
+        """This update's learning rate: :attr:`learning_rate` over :meth:`decay`."""
         return self.learning_rate / self.decay()

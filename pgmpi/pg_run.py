@@ -16,7 +16,7 @@ from typing import TypeVar
 import numpy as np
 
 from pgmpi import checkpoint, mpi, pong, rallies, rollout
-from pgmpi.config import EVALUATE_RULES, PG_BEFORE, PRESETS, rules_problem
+from pgmpi.config import PG_BEFORE, PRESETS, evaluate_problem
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.games import make_game
 from pgmpi.logger import mean
@@ -113,7 +113,7 @@ class PGRun:
         Collective: every rank must call this.
         """
         given = dict(episodes=episodes, greedy=greedy, sticky=sticky, live=live)
-        mpi.agree(given, rules_problem(given, EVALUATE_RULES))
+        mpi.agree(given, evaluate_problem(**given))
         self.evaluations += 1
         c = self.config
         as_trained = sticky is None

@@ -7,8 +7,8 @@ from dataclasses import asdict, fields, replace
 import pytest
 
 from pgmpi import ConfigError, ParallelPG, PrunedGA
-from pgmpi.cli import add_run_flags, add_settings, settings_given
-from pgmpi.config import PRESETS, GAConfig, PGConfig
+from pgmpi.cli import add_run_flags, add_settings, field_docs, settings_given
+from pgmpi.config import PRESETS, ESConfig, GAConfig, PGConfig
 
 TINY = dict(env="CartPole-v1", hidden_size=4, slots=2, steps_per_slot=1, blas_threads=1)
 
@@ -27,10 +27,10 @@ def test_presets_are_the_defaults_with_some_fields_replaced():
 
 
 def test_every_field_has_a_doc_and_the_defaults_pass_their_own_check():
-    for cls in (PGConfig, GAConfig):
-        assert all(f.metadata["doc"] for f in fields(cls)), cls
-        assert cls().problem() is None
-    assert "learning_rate must be > 0, got -1" in replace(PGConfig(), learning_rate=-1).problem()
+    for cls in (PGConfig, GAConfig, ESConfig):
+        assert all(field_docs(cls).get(f.name) for f in fields(cls)), cls
+        assert cls().check() is None
+    assert "learning_rate must be > 0, got -1" in replace(PGConfig(), learning_rate=-1).check()
 
 
 def test_flags_carry_the_fields_defaults_and_parse_only_what_was_given():

@@ -83,7 +83,7 @@ def test_bad_settings_are_named(setting, value, message):
 
 def test_presets_are_valid_and_the_paper_is_the_papers():
     paper = ES_PRESETS["paper"]
-    assert all(cfg.problem() is None for cfg in ES_PRESETS.values())
+    assert all(cfg.check() is None for cfg in ES_PRESETS.values())
     assert (paper.noise_std, paper.learning_rate, paper.weight_decay) == (0.02, 0.01, 0.005)
     assert paper.population_size == 10_000 and paper.hidden_sizes == [256, 256]
     assert ESConfig().noise_table_size * 4 * 128 <= 16 * 2**30  # 128 ranks' tables: 12 GiB

@@ -62,7 +62,7 @@ def test_a_blow_up_stops_before_non_finite_parameters_are_saved(tmp_path):
     agent = _cartpole(learning_rate=1e-2, optimizer="rmsprop")
     agent.train(updates=2, checkpoint_path=ck)
     good = ck.read_bytes()
-    agent.learning_rate = 1e300  # the step after this one overflows
+    agent.step_size = lambda: 1e300  # the step after this one overflows
     made_inf = r"update 3: the optimizer step made the parameters non-finite"
     with pytest.raises(NonFiniteError, match=made_inf + r".*; the checkpoint .* from before"):
         agent.train(updates=5, checkpoint_path=ck, checkpoint_every=1)
