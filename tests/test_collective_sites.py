@@ -44,6 +44,21 @@ def test_a_verb_called_inside_pgmpi_names_the_method_and_the_line_that_called_it
     assert f"(pgmpi/pg.py:{key.split(':')[1]}), called from tests/test_collective_sites.py:" in text
 
 
+def test_a_method_a_base_class_defines_is_named_by_the_class_the_user_called():
+    class Run:  # stands for pgmpi.pg_run.PGRun
+        def save(self):
+            return allreduce_sum_()
+
+    class ParallelPG(Run):
+        pass
+
+    _as_if_in(sites._PGMPI + "/pg_run.py", Run.save)
+    key, text = ParallelPG().save()
+    assert key.startswith("pgmpi/pg_run.py:")  # what ranks compare: the line, not the name
+    assert text.startswith("mpi.allreduce_sum_ in ParallelPG.save (pgmpi/pg_run.py:"), text
+    assert "Run.save" not in text.replace("ParallelPG.save", "")
+
+
 def test_the_same_site_is_found_once_and_cheaply():
     found = [allreduce_sum_() for _ in range(3)]
     assert found[0] is found[1] is found[2]  # cached per call site

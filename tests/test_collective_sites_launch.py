@@ -26,7 +26,7 @@ def test_a_root_only_save_while_the_others_train_names_both_sites(tmp_path):
     assert proc.stderr.count(TEXT) == 1, proc.stderr
     line = next(t for t in proc.stderr.splitlines() if TEXT in t)
     print(line)
-    assert "is mpi.gather_object in ParallelPG.save (pgmpi/pg.py:" in line
+    assert "is mpi.gather_object in ParallelPG.save (pgmpi/pg_run.py:" in line
     assert f"called from {SCRIPT}:{SAVE_LINE}" in line
     assert "rank 1's collective" in line and "in train (pgmpi/loop.py:" in line
     assert f"called from {SCRIPT}:{TRAIN_LINE}" in line
@@ -39,7 +39,7 @@ def test_a_root_only_save_at_the_end_of_the_script_names_the_end(tmp_path):
     assert proc.seconds < 60, proc.seconds
     assert proc.stderr.count(TEXT) == 1, proc.stderr
     assert "rank 0 waits in collective" in proc.stderr
-    assert "ParallelPG.save (pgmpi/pg.py:" in proc.stderr
+    assert "ParallelPG.save (pgmpi/pg_run.py:" in proc.stderr
     assert "rank 1 reached the end of the script (MPI_Finalize)" in proc.stderr
     assert ADVICE in proc.stderr
 

@@ -49,7 +49,7 @@ def call_site() -> tuple[str, str]:
     The text names the verb, the first frame outside this package (a method of pgmpi, or
     the user's line for a verb called directly) and, for a method of pgmpi, the method the
     user called if it is another, and the first user frame: ``mpi.gather_object in
-    ParallelPG.save (pgmpi/pg.py:330), called from train.py:12``. The key is what must be
+    ParallelPG.save (pgmpi/pg_run.py:146), called from train.py:12``. The key is what must be
     equal on every rank: inside pgmpi, the line (ranks run the same code); outside it, only
     the verb that calls MPI, because the user's ``x = broadcast_object(data) if is_root()
     else broadcast_object(None)`` is correct SPMD code that makes one collective from two
@@ -73,6 +73,8 @@ def call_site() -> tuple[str, str]:
         None if user is None else user.f_code,
         None if user is None else user.f_lineno,
         None if entry is None else entry.f_code,
+        _owner(first),
+        _owner(entry),
     )
     site = _sites.get(where)
     if site is None:
@@ -80,20 +82,39 @@ def call_site() -> tuple[str, str]:
     return site
 
 
-def describe(op, outer, code, line, user, user_line, entry=None) -> tuple[str, str]:
+def _owner(frame) -> str | None:
+    """The class of ``self`` in ``frame``, if it runs a method: the object's own class, so
+    that a method a base class defines is named as the user called it (``ParallelPG.save``,
+    not ``PGRun.save``)."""
+    if frame is None or "self" not in frame.f_code.co_varnames[:1]:
+        return None
+    return type(frame.f_locals.get("self")).__name__
+
+
+def _named(code, owner: str | None) -> str:
+    """``code``'s qualified name, its class replaced by ``owner`` where it has one."""
+    name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11
+    _, dot, method = name.rpartition(".")
+    return f"{owner}.{method}" if owner and dot and "<" not in method else name
+
+
+def describe(
+    op, outer, code, line, user, user_line, entry=None, owner=None, entry_owner=None
+) -> tuple[str, str]:
     """The (key, text) of :func:`call_site`, made once per call site; ``entry``, the method
     of pgmpi the user called, is named when it is not ``code`` itself (``mpi.agree in save
-    (pgmpi/checkpoint.py:64) under PrunedGA.save``)."""
+    (pgmpi/checkpoint.py:64) under PrunedGA.save``); ``owner`` and ``entry_owner``: the class
+    of their ``self``, named in place of the class that defines the method."""
     verb = "mpi." + getattr(outer, "co_qualname", outer.co_name)  # co_qualname: Python 3.11
     if code is None:
         return "=" + op.co_name, verb
     kind, path = place(code.co_filename)
-    name = getattr(code, "co_qualname", code.co_name)
+    name = _named(code, owner)
     text = f"{verb} at {path}:{line}" if name == "<module>" else f"{verb} in {name} ({path}:{line})"
     if kind == _USER:
         return "=" + op.co_name, text
     if entry is not None and entry is not code:
-        text += f" under {getattr(entry, 'co_qualname', entry.co_name)}"
+        text += f" under {_named(entry, entry_owner)}"
     if user is not None and not user.co_filename.startswith("<frozen"):
         text += f", called from {place(user.co_filename)[1]}:{user_line}"
     return f"{path}:{line}", text
