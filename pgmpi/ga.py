@@ -34,12 +34,13 @@ import numpy as np
 
 from pgmpi import checkpoint, genomes, loop, mpi, rollout
 from pgmpi.ahead import PlayingAhead
-from pgmpi.config import GAConfig, configure, first_problem, is_int
+from pgmpi.config import GAConfig
 from pgmpi.envs import Game
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.loop import Description
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.options import RunOptions
+from pgmpi.settings import configure, first_problem, is_int
 from pgmpi.version import __version__
 
 
