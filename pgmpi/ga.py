@@ -134,16 +134,6 @@ class PrunedGA:
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
         self.evaluation = PlayingAhead(self)  # collective
 
-    # Each unit's figures, last generation, and how units are handed out, by the names tests
-    # and benchmarks used before the evaluation held them (pgmpi.units)
-    unit_steps = property(lambda self: self.evaluation.steps)
-    unit_seconds = property(lambda self: self.evaluation.seconds)
-    unit_ranks = property(lambda self: self.evaluation.ranks)
-    _units = property(
-        lambda self: self.evaluation.units,
-        lambda self, order: setattr(self.evaluation, "units", order),
-    )
-
     @property
     def generation(self) -> int:
         """Generations evaluated so far (the index of the population evaluated next)."""
@@ -349,7 +339,7 @@ class PrunedGA:
             agent.optimizer.set_state(arrays)
             agent.last_steps = arrays["last_steps"].copy()
             if "unit_steps" in arrays:  # only the next generation's work order needs them
-                agent.evaluation.steps = arrays["unit_steps"].reshape(agent.unit_steps.shape)
+                agent.evaluation.steps = arrays["unit_steps"].reshape(agent.evaluation.steps.shape)
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
         return agent
