@@ -17,7 +17,7 @@ from pathlib import Path
 
 import common
 import numpy as np
-from ga_simulate import RANKS, SPLITS, by_generation, under_from
+from ga_simulate import RANKS, SPLITS, by_generation, projected, under_from
 
 TARGETS = ((63, 0.05), (128, 0.10))  # pgmpi's aims: idle under 5% at 63 ranks, 10% at 128
 NAMES = {"old": "whole individuals, longest first (pgmpi before units)",
@@ -210,8 +210,6 @@ def draw_docs(out_dir: Path) -> list[Path]:
     the by-generation panels and the bars of the four runs (KEPT_RUNS), and the projection
     against ranks of run 1 (``ga_scaling_run.png``), run 3 (``ga_scaling.png``: from
     scratch under playing ahead) and run 4's generations 45-75 (``ga_scaling_late.png``)."""
-    import ga_scaling
-
     runs = {label: [dict(np.load(recording(t))) for t in tags] for label, tags in
             KEPT_RUNS.items()}  # fmt: skip
     shares = plot_generations(runs, out_dir / "ga_scaling_generations.png")
@@ -222,7 +220,7 @@ def draw_docs(out_dir: Path) -> list[Path]:
     for name, tag, which in against_ranks:
         rec = dict(np.load(recording(tag)))
         own = "x".join(str(k) for k in rec["steps"].shape[1:])  # its own setting only
-        results = ga_scaling.projected(rec, also=own)[0]
+        results = projected(rec, also=own)[0]
         made.append(plot(results, out_dir / name, f"PrunedGA on BipedalWalker-v3, {which} "
                          "(signed-dag), projected from its 2-rank recording"))  # fmt: skip
     return made

@@ -38,47 +38,10 @@ import common
 import ga_figures
 import ga_record
 import numpy as np
-from ga_simulate import bounds, generation_shares, project, summarise
+from ga_simulate import bounds, generation_shares, projected
 
 FIGURE = "ga_scaling.png"
 ORIGINAL_S = 3492 / 200  # synaptolytic-learning README: 200 generations in 3,492 s, 63 workers
-
-
-def phases_of(rec: dict, asked: list) -> dict:
-    """{name: slice of the recording's generations}: the first three, the last three, all
-    (if more than six) and each asked-for (A, B) generation span."""
-    G, g0 = len(rec["steps"]), int(rec.get("first_generation", 0))
-    first, last = ("early", "late") if g0 == 0 else ("first", "last")
-    # A checkpoint saved without its units' steps (pgmpi before they were kept) starts with
-    # a generation played in no predicted order: the first phase starts after it.
-    s0 = int(g0 > 0 and not np.any(rec.get("steps_before", 0)))
-    phases = {
-        f"{first} ({g0 + s0}-{g0 + s0 + 2})": slice(s0, s0 + 3),
-        f"{last} ({g0 + max(G - 3, 0)}-{g0 + G - 1})": slice(G - 3, G),
-    }
-    if G - s0 > 6:  # and the whole recording: the share of a run's allocation left idle
-        phases[f"all ({g0 + s0}-{g0 + G - 1})"] = slice(s0, G)
-    for a, b in asked:  # and the stretches asked for
-        if not g0 <= a <= b < g0 + G:
-            raise ValueError(f"--phase {a}-{b}: the recording holds generations {g0}-{g0 + G - 1}")
-        phases[f"{a}-{b}"] = slice(a - g0, b - g0 + 1)
-    return phases
-
-
-def projected(rec: dict, also: str = "128x8", asked: list = ()) -> tuple[dict, dict, dict]:
-    """The recording ``rec`` projected at its own population and episodes and at ``also``
-    (PxE, no more than recorded): ({setting: {phase: :func:`summarise`}}, {setting:
-    :func:`project`}, the phases)."""
-    costs = dict(rec, fetch_s=float(rec["fetch_s"]))
-    serial_s = float(np.median(rec["select"]))
-    P, E = rec["steps"].shape[1:]
-    phases = phases_of(rec, asked)
-    results, projections = {}, {}
-    also_p, also_e = (int(x) for x in also.split("x"))
-    for name, (p_, e_) in {f"{P}x{E}": (P, E), f"{also_p}x{also_e}": (also_p, also_e)}.items():
-        projections[name] = proj = project(costs, min(p_, P), min(e_, E), serial_s)
-        results[name] = {ph: summarise(proj, w) for ph, w in phases.items()}
-    return results, projections, phases
 
 
 def report(rec: dict, args) -> dict:

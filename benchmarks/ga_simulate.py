@@ -1,5 +1,5 @@
 """PrunedGA's generations replayed on n ranks, from recorded unit costs: the projection
-behind benchmarks/ga_scaling.py, and the schedules it compares.
+behind benchmarks/ga_scaling.py and ga_figures.py (:func:`projected`), and its schedules.
 
 A recording (benchmarks/ga_record.py) holds, per generation, every unit's (individual,
 episode) steps and seconds, the predictions the units were ordered by and the parents.
@@ -321,6 +321,42 @@ def summarise(proj: dict, which: slice) -> dict:
             speed_up = float(one.sum() / seconds.sum())
             out[s][n] = [idle_share(np.c_[work, rank_s]), speed_up, float(seconds.mean())]
     return out
+
+
+def phases_of(rec: dict, asked: list) -> dict:
+    """{name: slice of the recording's generations}: the first three, the last three, all
+    (if more than six) and each asked-for (A, B) generation span."""
+    G, g0 = len(rec["steps"]), int(rec.get("first_generation", 0))
+    first, last = ("early", "late") if g0 == 0 else ("first", "last")
+    # A checkpoint saved without its units' steps starts with an unordered generation: skip it
+    s0 = int(g0 > 0 and not np.any(rec.get("steps_before", 0)))
+    phases = {
+        f"{first} ({g0 + s0}-{g0 + s0 + 2})": slice(s0, s0 + 3),
+        f"{last} ({g0 + max(G - 3, 0)}-{g0 + G - 1})": slice(G - 3, G),
+    }
+    if G - s0 > 6:  # and the whole recording: the share of a run's allocation left idle
+        phases[f"all ({g0 + s0}-{g0 + G - 1})"] = slice(s0, G)
+    for a, b in asked:  # and the stretches asked for
+        if not g0 <= a <= b < g0 + G:
+            raise ValueError(f"--phase {a}-{b}: the recording holds generations {g0}-{g0 + G - 1}")
+        phases[f"{a}-{b}"] = slice(a - g0, b - g0 + 1)
+    return phases
+
+
+def projected(rec: dict, also: str = "128x8", asked: list = ()) -> tuple[dict, dict, dict]:
+    """The recording ``rec`` projected at its own population and episodes and at ``also``
+    (PxE, no more than recorded): ({setting: {phase: :func:`summarise`}}, {setting:
+    :func:`project`}, the phases)."""
+    costs = dict(rec, fetch_s=float(rec["fetch_s"]))
+    serial_s = float(np.median(rec["select"]))
+    P, E = rec["steps"].shape[1:]
+    phases = phases_of(rec, asked)
+    results, projections = {}, {}
+    also_p, also_e = (int(x) for x in also.split("x"))
+    for name, (p_, e_) in {f"{P}x{E}": (P, E), f"{also_p}x{also_e}": (also_p, also_e)}.items():
+        projections[name] = proj = project(costs, min(p_, P), min(e_, E), serial_s)
+        results[name] = {ph: summarise(proj, w) for ph, w in phases.items()}
+    return results, projections, phases
 
 
 def by_generation(stretches: list, ranks: tuple = (63, 128)) -> dict:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import mpi, options
-from pgmpi.config import is_int, is_real
+from pgmpi.settings import is_int, is_real
 from pgmpi.version import __version__
 
 FORMAT = 2  # bump when the layout of checkpoints changes (2: pgmpi 0.2, game slots)

@@ -1,5 +1,5 @@
 """Every setting in one place: :class:`PGConfig`, :class:`GAConfig` and :class:`ESConfig`,
-their presets, and their checks.
+their presets, and their checks (made of :mod:`pgmpi.settings`' small ones).
 
 A field reads as its default, then a line of doc (the flag's help: :mod:`pgmpi.cli` builds
 the examples' flags from the fields, so no default is written twice). Each config's
@@ -12,80 +12,20 @@ constructor hands the problem to :func:`pgmpi.mpi.agree`, which raises the same
 from __future__ import annotations
 
 import math
-import numbers
-import os
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pgmpi import memory
-
-
-def is_int(x) -> bool:
-    """An integer, and not a bool."""
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
-
-
-def is_real(x) -> bool:
-    """A finite real number, and not a bool."""
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def is_bool(x) -> bool:
-    """True or False, and not 1 or 0 (which equal them)."""
-    return isinstance(x, bool)
-
-
-def is_path(x) -> bool:
-    """A non-empty str or os.PathLike ('' would mean the working directory)."""
-    return isinstance(x, (str, os.PathLike)) and str(x) != ""
-
-
-def at_least(x, low: int) -> bool:
-    """An int >= ``low``."""
-    return is_int(x) and x >= low
-
-
-def is_sizes(x) -> bool:
-    """A list (or tuple) of ints >= 1: hidden layers."""
-    return isinstance(x, (list, tuple)) and all(at_least(h, 1) for h in x)
-
-
-def must(name: str, value, expected: str) -> str:
-    """The message for a bad value: ``must("gamma", 1.5, "in (0, 1]")`` is
-    ``"gamma must be in (0, 1], got 1.5"``."""
-    return f"{name} must be {expected}, got {value!r}"
-
-
-def first_problem(checks: list[tuple]) -> str | None:
-    """The message for the first failed ``(ok, name, value, expected)`` check, or None."""
-    return next((must(n, v, e) for ok, n, v, e in checks if not ok), None)
-
-
-def check_limits(
-    limits: dict, target_return, checkpoint_every, callback, checkpoint_path=None
-) -> str | None:
-    """The first problem with a ``train`` call's arguments, or None.
-
-    ``limits`` maps each limit's name to its value: None, or > 0 (``minutes`` a finite
-    number, the others ints). NaN, negative and zero limits are refused, so a typo cannot
-    turn into "no limit" or "train once".
-    """
-    checks = [
-        (v is None or ((is_real(v) if k == "minutes" else is_int(v)) and v > 0), k, v,
-         "None or a finite number > 0" if k == "minutes" else "None or an int >= 1")
-        for k, v in limits.items()
-    ]  # fmt: skip
-    return first_problem([
-        *checks,
-        (target_return is None or is_real(target_return), "target_return", target_return,
-         "None or a finite number"),
-        (is_int(checkpoint_every) and checkpoint_every >= 1, "checkpoint_every",
-         checkpoint_every, "an int >= 1"),
-        (callback is None or callable(callback), "callback", callback, "None or a function"),
-        (checkpoint_path is None or is_path(checkpoint_path), "checkpoint_path",
-         checkpoint_path, "None or a non-empty path"),
-    ])  # fmt: skip
-
+from pgmpi.settings import (
+    Settings,
+    at_least,
+    is_bool,
+    is_int,
+    is_real,
+    is_sizes,
+    must,
+    pruning_problem,
+)
 
 # The learned baseline's weight for Pong (value_baseline None); other envs get none, since an
 # unscaled return (CartPole's reach 100) would swamp the policy's standardised advantages.
@@ -107,24 +47,6 @@ MAX_EPISODE_STEPS = 27_000
 
 def _skip(v) -> bool:
     return is_int(v) and 1 <= v <= MAX_FRAME_SKIP
-
-
-class Settings:
-    """What the settings dataclasses share: their dict, and the check of unknown names."""
-
-    def as_dict(self) -> dict:
-        """The settings by name, as JSON keeps them (lists, not tuples)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-
-    @classmethod
-    def unknown_problem(cls, names) -> str | None:
-        """The message for names that are not settings of this class, or None."""
-        unknown = sorted(set(names) - {f.name for f in fields(cls)})
-        if not unknown:
-            return None
-        return f"unknown setting(s) {unknown}; {cls.__name__} has: " + ", ".join(
-            f.name for f in fields(cls)
-        )
 
 
 @dataclass(frozen=True)
@@ -293,22 +215,6 @@ PRESETS = {
 }  # fmt: skip
 
 
-def pruning_problem(population_size, elite_fraction, prune_rate, seed) -> str | None:
-    """The first problem with a pruning GA's selection settings, or None."""
-    P, f, r = population_size, elite_fraction, prune_rate
-    if not at_least(P, 2):
-        return must("population_size", P, "an int >= 2")
-    if not (is_real(f) and 0 < f < 1):
-        return must("elite_fraction", f, "in (0, 1)")
-    if math.ceil(f * P - 1e-9) >= P:
-        return must("elite_fraction", f, f"small enough to leave a child in a population of {P}")
-    if not (is_real(r) and 0 <= r < 1):
-        return must("prune_rate", r, "in [0, 1)")
-    if not at_least(seed, 0):
-        return must("seed", seed, "an int >= 0")
-    return None
-
-
 @dataclass(frozen=True)
 class GAConfig(Settings):
     """The settings that define a PrunedGA run (with its env), as in the synaptolytic-learning
@@ -438,28 +344,3 @@ ES_PRESETS = {
                      noise_std=0.02, learning_rate=0.01, weight_decay=0.005,
                      noise_table_size=250_000_000, obs_stat_fraction=0.01),
 }  # fmt: skip
-
-
-def evaluate_problem(episodes, greedy, sticky, live) -> str | None:
-    """The first problem with ``ParallelPG.evaluate``'s arguments, or None."""
-    if not at_least(episodes, 1):
-        return must("episodes", episodes, "an int >= 1")
-    if not is_bool(greedy):
-        return must("greedy", greedy, "True or False")
-    if not (sticky is None or is_bool(sticky)):
-        return must("sticky", sticky, "None, True or False")
-    if not is_bool(live):
-        return must("live", live, "True or False")
-    return None
-
-
-def configure(cls, config, settings: dict, options) -> tuple:
-    """An algorithm's settings, ``config`` (default ``cls()``) with ``settings`` replaced,
-    and the first problem with them (their ``check()``) or with the run's ``options`` (a
-    :class:`pgmpi.options.RunOptions`), or None; with an unknown setting, ``cls()`` and
-    that problem."""
-    problem = cls.unknown_problem(settings)
-    if problem is not None:
-        return cls(), problem
-    cfg = replace(config or cls(), **settings)
-    return cfg, cfg.check() or options.problem()

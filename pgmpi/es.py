@@ -23,13 +23,14 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import checkpoint, loop, mpi, rng, rollout, schedule
-from pgmpi.config import ESConfig, configure, first_problem, is_int
+from pgmpi.config import ESConfig
 from pgmpi.envs import Game
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.loop import Description
 from pgmpi.networks import MLP
 from pgmpi.optimizers import Adam
 from pgmpi.options import RunOptions
+from pgmpi.settings import configure, first_problem, is_int
 from pgmpi.units import Sums
 from pgmpi.version import __version__
 

@@ -34,12 +34,13 @@ import numpy as np
 
 from pgmpi import checkpoint, genomes, loop, mpi, rollout
 from pgmpi.ahead import PlayingAhead
-from pgmpi.config import GAConfig, configure, first_problem, is_int
+from pgmpi.config import GAConfig
 from pgmpi.envs import Game
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.loop import Description
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.options import RunOptions
+from pgmpi.settings import configure, first_problem, is_int
 from pgmpi.version import __version__
 
 
@@ -132,16 +133,6 @@ class PrunedGA:
         self.evaluations = 0
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
         self.evaluation = PlayingAhead(self)  # collective
-
-    # Each unit's figures, last generation, and how units are handed out, by the names tests
-    # and benchmarks used before the evaluation held them (pgmpi.units)
-    unit_steps = property(lambda self: self.evaluation.steps)
-    unit_seconds = property(lambda self: self.evaluation.seconds)
-    unit_ranks = property(lambda self: self.evaluation.ranks)
-    _units = property(
-        lambda self: self.evaluation.units,
-        lambda self, order: setattr(self.evaluation, "units", order),
-    )
 
     @property
     def generation(self) -> int:
@@ -348,7 +339,7 @@ class PrunedGA:
             agent.optimizer.set_state(arrays)
             agent.last_steps = arrays["last_steps"].copy()
             if "unit_steps" in arrays:  # only the next generation's work order needs them
-                agent.evaluation.steps = arrays["unit_steps"].reshape(agent.unit_steps.shape)
+                agent.evaluation.steps = arrays["unit_steps"].reshape(agent.evaluation.steps.shape)
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
         return agent

@@ -21,9 +21,35 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from pgmpi import checkpoint, mpi
-from pgmpi.config import check_limits
 from pgmpi.logger import Logger, run_header
 from pgmpi.options import RunOptions
+from pgmpi.settings import first_problem, is_int, is_path, is_real
+
+
+def check_limits(
+    limits: dict, target_return, checkpoint_every, callback, checkpoint_path=None
+) -> str | None:
+    """The first problem with a ``train`` call's arguments, or None.
+
+    ``limits`` maps each limit's name to its value: None, or > 0 (``minutes`` a finite
+    number, the others ints). NaN, negative and zero limits are refused, so a typo cannot
+    turn into "no limit" or "train once".
+    """
+    checks = [
+        (v is None or ((is_real(v) if k == "minutes" else is_int(v)) and v > 0), k, v,
+         "None or a finite number > 0" if k == "minutes" else "None or an int >= 1")
+        for k, v in limits.items()
+    ]  # fmt: skip
+    return first_problem([
+        *checks,
+        (target_return is None or is_real(target_return), "target_return", target_return,
+         "None or a finite number"),
+        (is_int(checkpoint_every) and checkpoint_every >= 1, "checkpoint_every",
+         checkpoint_every, "an int >= 1"),
+        (callback is None or callable(callback), "callback", callback, "None or a function"),
+        (checkpoint_path is None or is_path(checkpoint_path), "checkpoint_path",
+         checkpoint_path, "None or a non-empty path"),
+    ])  # fmt: skip
 
 
 class Description(NamedTuple):

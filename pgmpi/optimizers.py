@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from pgmpi import rng
-from pgmpi.config import GAConfig, pruning_problem
+from pgmpi.config import GAConfig
+from pgmpi.settings import pruning_problem
 
 MUTATION_RATE_RANGE = (0.001, 0.125)  # clip range of the adaptive rate, as in the original
 CHUNK = 1 << 16  # elements per pass of a step: its temporaries stay in the CPU's cache

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from pgmpi import threads
-from pgmpi.config import is_bool, is_int, is_path
+from pgmpi.settings import is_bool, is_int, is_path
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import loop, mpi, rallies, rng, rollout
-from pgmpi.config import REFERENCE_SLOTS, PGConfig, configure
+from pgmpi.config import REFERENCE_SLOTS, PGConfig
 from pgmpi.envs import PONG_ID
 from pgmpi.games import make_games, probe_game
 from pgmpi.logger import mean, rank_figures
@@ -36,6 +36,7 @@ from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.options import RunOptions
 from pgmpi.pg_run import PGRun
+from pgmpi.settings import configure
 from pgmpi.version import __version__
 
 

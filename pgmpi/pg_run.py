@@ -16,14 +16,28 @@ from typing import TypeVar
 import numpy as np
 
 from pgmpi import checkpoint, mpi, pong, rallies, rollout
-from pgmpi.config import PG_BEFORE, PRESETS, evaluate_problem
+from pgmpi.config import PG_BEFORE, PRESETS
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.games import make_game
 from pgmpi.logger import mean
 from pgmpi.loop import Description
 from pgmpi.networks import TwoLayerPolicy
+from pgmpi.settings import at_least, is_bool, must
 
 Agent = TypeVar("Agent", bound="PGRun")
+
+
+def evaluate_problem(episodes, greedy, sticky, live) -> str | None:
+    """The first problem with ``ParallelPG.evaluate``'s arguments, or None."""
+    if not at_least(episodes, 1):
+        return must("episodes", episodes, "an int >= 1")
+    if not is_bool(greedy):
+        return must("greedy", greedy, "True or False")
+    if not (sticky is None or is_bool(sticky)):
+        return must("sticky", sticky, "None, True or False")
+    if not is_bool(live):
+        return must("live", live, "True or False")
+    return None
 
 
 class PGRun:

@@ -30,13 +30,13 @@ def test_each_unit_is_its_own_episode_keyed_on_generation_individual_and_episode
         for e in range(3):
             stream = rng.stream(5, rng.GA_EVALUATION, 0, i, e)
             total, steps = fresh._play(fresh.net.weights(masks[i]), stream)
-            assert steps == ga.unit_steps[i, e]
-    assert np.array_equal(ga.last_steps, ga.unit_steps.sum(axis=1))
-    assert ga.unit_steps.shape == ga.unit_seconds.shape == (7, 3)
-    assert np.all(ga.unit_ranks == 0) and np.all(ga.unit_seconds > 0)
+            assert steps == ga.evaluation.steps[i, e]
+    assert np.array_equal(ga.last_steps, ga.evaluation.steps.sum(axis=1))
+    assert ga.evaluation.steps.shape == ga.evaluation.seconds.shape == (7, 3)
+    assert np.all(ga.evaluation.ranks == 0) and np.all(ga.evaluation.seconds > 0)
     # CartPole pays 1 per step: each fitness is the mean of its episodes' lengths.
     fitness = ga.optimizer.fitness_history[0] + masks.mean(axis=1)
-    assert np.allclose(fitness, ga.unit_steps.mean(axis=1))
+    assert np.allclose(fitness, ga.evaluation.steps.mean(axis=1))
 
 
 def test_an_unchanged_elites_episodes_are_keyed_on_its_index_the_generation_before():
@@ -54,7 +54,7 @@ def test_an_unchanged_elites_episodes_are_keyed_on_its_index_the_generation_befo
             else:
                 stream = rng.stream(5, rng.GA_EVALUATION, 1, i, e)
             total, steps = fresh._play(fresh.net.weights(masks[i]), stream)
-            assert steps == ga.unit_steps[i, e], (i, e)
+            assert steps == ga.evaluation.steps[i, e], (i, e)
 
 
 def test_sure_elites_are_those_no_unfinished_individual_can_push_out():
@@ -81,10 +81,10 @@ def test_sure_elites_are_those_no_unfinished_individual_can_push_out():
 def test_the_order_units_are_played_in_changes_no_result():
     plain = _tiny().train(generations=3)
     backwards = _tiny()
-    backwards._units = lambda costs: longest_first(costs)[::-1]
+    backwards.evaluation.units = lambda costs: longest_first(costs)[::-1]
     backwards.train(generations=3)
     odd_first = _tiny()
-    odd_first._units = lambda costs: np.r_[1 : len(costs) : 2, 0 : len(costs) : 2]
+    odd_first.evaluation.units = lambda costs: np.r_[1 : len(costs) : 2, 0 : len(costs) : 2]
     odd_first.train(generations=3)
     for other in (backwards, odd_first):
         for key, value in _state(plain).items():
@@ -95,12 +95,12 @@ def test_the_order_units_are_played_in_changes_no_result():
 def test_elites_are_predicted_at_their_longest_episode_and_children_no_lower_than_most():
     ga = _tiny().train(generations=1)
     seen = []
-    plain = ga._units
+    plain = ga.evaluation.units
     opt = ga.optimizer
-    ga._units = lambda costs: (
+    ga.evaluation.units = lambda costs: (
         seen.append((costs, opt.mutated.copy(), opt.parents.copy())) or plain(costs)
     )
-    longest = ga.unit_steps.max(axis=1)
+    longest = ga.evaluation.steps.max(axis=1)
     ga.train(generations=2)
     (costs, mutated, parents), *_ = seen
     assert costs.shape == (21,) and 0 < mutated.sum() < len(mutated) and (parents >= 0).all()
@@ -127,8 +127,8 @@ def test_a_resumed_run_predicts_its_units_as_the_uninterrupted_one(tmp_path):
     resumed = PrunedGA.load(tmp_path / "ck.npz", quiet=True)
     orders = []
     for ga in (whole, resumed):
-        plain = ga._units
-        ga._units = lambda costs, plain=plain: orders.append(costs.copy()) or plain(costs)
+        plain = ga.evaluation.units
+        ga.evaluation.units = lambda costs, plain=plain: orders.append(costs.copy()) or plain(costs)
         ga.train(generations=3)
     assert len(orders) == 2 and np.array_equal(orders[0], orders[1])
     assert orders[0].min() > 1.0  # steps were known: a resume that lost them predicts 1.0

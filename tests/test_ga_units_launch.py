@@ -23,7 +23,7 @@ if mpi.rank() == slow:
 played = np.zeros(mpi.size(), dtype=int)
 ahead = []
 def count(row):
-    np.add.at(played, ga.unit_ranks.ravel(), 1)
+    np.add.at(played, ga.evaluation.ranks.ravel(), 1)
     ahead.append(row["perf/units_played_ahead"])
 ga.train(generations=3, callback=count)
 state = ga.optimizer.state()

@@ -1,0 +1,99 @@
+"""What every setting is made of: the small checks of values and arguments (:func:`is_int`,
+:func:`must`, :func:`first_problem`, ...), the pruning GA's selection check, the
+:class:`Settings` the configs of :mod:`pgmpi.config` share, and :func:`configure`, which
+builds an algorithm's settings and finds the first problem with them.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from dataclasses import asdict, fields, replace
+
+
+def is_int(x) -> bool:
+    """An integer, and not a bool."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def is_real(x) -> bool:
+    """A finite real number, and not a bool."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def is_bool(x) -> bool:
+    """True or False, and not 1 or 0 (which equal them)."""
+    return isinstance(x, bool)
+
+
+def is_path(x) -> bool:
+    """A non-empty str or os.PathLike ('' would mean the working directory)."""
+    return isinstance(x, (str, os.PathLike)) and str(x) != ""
+
+
+def at_least(x, low: int) -> bool:
+    """An int >= ``low``."""
+    return is_int(x) and x >= low
+
+
+def is_sizes(x) -> bool:
+    """A list (or tuple) of ints >= 1: hidden layers."""
+    return isinstance(x, (list, tuple)) and all(at_least(h, 1) for h in x)
+
+
+def must(name: str, value, expected: str) -> str:
+    """The message for a bad value: ``must("gamma", 1.5, "in (0, 1]")`` is
+    ``"gamma must be in (0, 1], got 1.5"``."""
+    return f"{name} must be {expected}, got {value!r}"
+
+
+def first_problem(checks: list[tuple]) -> str | None:
+    """The message for the first failed ``(ok, name, value, expected)`` check, or None."""
+    return next((must(n, v, e) for ok, n, v, e in checks if not ok), None)
+
+
+def pruning_problem(population_size, elite_fraction, prune_rate, seed) -> str | None:
+    """The first problem with a pruning GA's selection settings, or None."""
+    P, f, r = population_size, elite_fraction, prune_rate
+    if not at_least(P, 2):
+        return must("population_size", P, "an int >= 2")
+    if not (is_real(f) and 0 < f < 1):
+        return must("elite_fraction", f, "in (0, 1)")
+    if math.ceil(f * P - 1e-9) >= P:
+        return must("elite_fraction", f, f"small enough to leave a child in a population of {P}")
+    if not (is_real(r) and 0 <= r < 1):
+        return must("prune_rate", r, "in [0, 1)")
+    if not at_least(seed, 0):
+        return must("seed", seed, "an int >= 0")
+    return None
+
+
+class Settings:
+    """What the settings dataclasses share: their dict, and the check of unknown names."""
+
+    def as_dict(self) -> dict:
+        """The settings by name, as JSON keeps them (lists, not tuples)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def unknown_problem(cls, names) -> str | None:
+        """The message for names that are not settings of this class, or None."""
+        unknown = sorted(set(names) - {f.name for f in fields(cls)})
+        if not unknown:
+            return None
+        return f"unknown setting(s) {unknown}; {cls.__name__} has: " + ", ".join(
+            f.name for f in fields(cls)
+        )
+
+
+def configure(cls, config, settings: dict, options) -> tuple:
+    """An algorithm's settings, ``config`` (default ``cls()``) with ``settings`` replaced,
+    and the first problem with them (their ``check()``) or with the run's ``options`` (a
+    :class:`pgmpi.options.RunOptions`), or None; with an unknown setting, ``cls()`` and
+    that problem."""
+    problem = cls.unknown_problem(settings)
+    if problem is not None:
+        return cls(), problem
+    cfg = replace(config or cls(), **settings)
+    return cfg, cfg.check() or options.problem()
