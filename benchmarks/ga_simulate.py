@@ -14,13 +14,11 @@ episode) steps and seconds, the predictions the units were ordered by and the pa
   generations share one timeline, and a generation's window, from its units' start to its
   last unit's end, counts what was played in it.
 
-A unit costs the seconds it was recorded to take; an individual of the old split pays one
-env for its episodes, ``(E - 1)`` env makings less. Every generation also pays the
-measured selection and mutation and a ring Allreduce of its buffer on a 10 Gb/s network
-(20 us latency); a fetch from the counter is costed at twice that latency, or as measured
-if more. The idle share of some generations is 1 - work / (n x makespan), summed over them
-(a long generation weighs more). Orders and predictors screened and not adopted are
-described in docs/notes/2026-11-ga-schedules.md.
+A unit costs its recorded seconds (an individual of the old split makes one env, not E).
+Every generation also pays the measured selection and a ring Allreduce on a 10 Gb/s network
+(20 us latency); a counter fetch costs twice that latency, or as measured if more. Idle share
+= 1 - work / (n x makespan), summed over generations. Orders and predictors not adopted:
+docs/notes/2026-11-ga-schedules.md.
 """
 
 from __future__ import annotations
