@@ -253,7 +253,7 @@ def main() -> None:
         print(f"\nmedian seed {middle}: {ev['mean']:+.1f} [{ev['ci95'][0]:+.1f}, "
               f"{ev['ci95'][1]:+.1f}] over {ev['games']} new games, {ev['won']} won")  # fmt: skip
     figure = common.figure_path(args, FIGURE)
-    plot(curves, budget, figure, f"Pong, {args.name}: {len(seeds)} seeds")
+    plot(curves, budget, figure, f"Pong, {args.name}, {args.slots} slots: {len(seeds)} seeds")
     result = {
         "machine": common.machine(),
         "settings": {"preset": args.preset, "slots": args.slots, "extra": extra},
