@@ -3,6 +3,7 @@
     python benchmarks/seed_sweep.py --run 0 1 2 3 4            # today's default, 3 M steps each
     python benchmarks/seed_sweep.py --run 0 1 2 3 4 --tag=-gae -- --value-baseline 0.1
     python benchmarks/seed_sweep.py                     # only read the runs already in runs/sweep
+    python benchmarks/seed_sweep.py --seeds 0 1 3       # only these (e.g. while others still run)
     python benchmarks/seed_sweep.py --evaluate          # and the median seed's policy, 100 games
     python benchmarks/seed_sweep.py --docs              # and redraw docs/figures/seed_sweep.png
 
@@ -84,7 +85,8 @@ def median_seed(seeds: dict[str, dict]) -> str:
 
     def key(name):
         s = seeds[name]
-        return (s["reached"]["0"] or math.inf, -s["final_mean100"])
+        mean = s["final_mean100"]  # NaN before 100 games: last
+        return (s["reached"]["0"] or math.inf, -mean if mean == mean else math.inf)
 
     return sorted(seeds, key=key)[(len(seeds) - 1) // 2]
 
@@ -190,6 +192,7 @@ def main() -> None:
     p.add_argument("--slots", type=int, default=16, help="games at once, fixed (16)")
     p.add_argument("--ranks", type=int, default=1, help="ranks per run (1: the same bits)")
     p.add_argument("--parallel", type=int, help="runs at once (cores / ranks)")
+    p.add_argument("--seeds", nargs="*", metavar="SEED", help="read only these (all)")
     p.add_argument("--tag", default="", help="runs go to runs/sweep/PRESET-PROTOCOL[TAG]-SEED")
     p.add_argument("--evaluate", action="store_true", help="play the median seed, --games")
     p.add_argument("--games", type=int, default=100, help="evaluation games (100)")
@@ -206,6 +209,7 @@ def main() -> None:
 
     runs = sorted(RUNS.glob(f"{args.name}-*"), key=lambda d: d.name)
     runs = [d for d in runs if d.name.rsplit("-", 1)[1].isdigit() and played(d)]
+    runs = [d for d in runs if args.seeds is None or d.name.rsplit("-", 1)[1] in args.seeds]
     if not runs:
         return print(f"no runs {RUNS}/{args.name}-SEED: pass --run SEED ...")
     seeds, curves = {}, {}
