@@ -1,0 +1,274 @@
+"""Seed sweep on Pong: N seeds with the same settings, each cut at a budget of agent steps.
+
+    python benchmarks/seed_sweep.py --run 0 1 2 3 4            # today's default, 3 M steps each
+    python benchmarks/seed_sweep.py --run 0 1 2 3 4 --tag=-gae -- --value-baseline 0.1
+    python benchmarks/seed_sweep.py                     # only read the runs already in runs/sweep
+    python benchmarks/seed_sweep.py --seeds 0 1 3       # only these (e.g. while others still run)
+    python benchmarks/seed_sweep.py --evaluate          # and the median seed's policy, 100 games
+    python benchmarks/seed_sweep.py --docs              # and redraw docs/figures/seed_sweep.png
+
+``--run SEED ...`` trains each seed from scratch: ``mpirun -n RANKS python examples/pong.py
+--preset PRESET --seed SEED --slots SLOTS --updates U --checkpoint-every 10 --log-dir
+runs/sweep/TAG-SEED`` (TAG: PRESET-PROTOCOL plus ``--tag``, as in time_to_score.py; U: the
+budget in updates of SLOTS x 512 agent steps, rounded up; flags after ``--`` go to
+examples/pong.py), ``--parallel`` runs at once (cores / ranks unless told); the command
+heads runs/sweep/TAG-SEED.log, the run's output. A run already in its log dir is resumed
+from its checkpoint (``--resume``), or left alone if it played the budget. With the slot
+count fixed a run computes the same bits on any rank count (README, Guarantees), so seeds run
+as 1-rank processes side by side are the 2-rank runs a user would start, only not timed.
+
+Then, for every run runs/sweep/TAG-*, it prints each seed's agent steps to a 100-game mean
+of 0, +10 and +15 (the first update at which the mean of the last 100 games reached it, over
+at least 100 games), "not reached within B" where the run ended (or was cut at the budget)
+short of it, and the median and the worst over the seeds: agent steps, so a busy machine does
+not change the answer. It writes benchmarks/results/seed_sweep[TAG].json and the figure
+runs/benchmarks/seed_sweep.png (every seed's 100-game mean against agent steps, with their
+median and spread; ``--out PATH`` elsewhere, ``--docs`` to docs/figures/seed_sweep.png).
+``--evaluate`` plays the median seed's final policy (the median by steps to 0, then by final
+100-game mean) over ``--games`` new games as trained (sampled, sticky) on 2 ranks, and keeps
+the result in its log dir as evaluation.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
+import time_to_score  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "runs" / "sweep"
+FIGURE = "seed_sweep.png"
+LEVELS = (0, 10, 15)
+STEPS_PER_SLOT = 512  # the fast preset's; an update is slots x this many agent steps
+
+
+def played(run: Path) -> int:
+    """Agent steps the run in ``run`` has logged (0 if none)."""
+    rows = (
+        list(csv.DictReader(open(run / "progress.csv"))) if (run / "progress.csv").exists() else []
+    )
+    return int(rows[-1]["steps"]) if rows else 0
+
+
+def reached(rows: list[dict], budget: int) -> dict[int, int | None]:
+    """For each level, the agent steps at which the 100-game mean first reached it within the
+    budget, or None."""
+    rows = [r for r in rows if int(r["steps"]) <= budget]
+    first = time_to_score.first_reached(rows, ranks=1)  # the thresholds include LEVELS
+    return {level: first[level] and first[level]["steps"] for level in LEVELS}
+
+
+def median_and_worst(steps: list[int | None]) -> tuple[float | None, int | None]:
+    """The median and the worst of the seeds' steps to a level; None (not reached) ranks after
+    every number, and a median that needs one is None."""
+    ranked = sorted(steps, key=lambda s: math.inf if s is None else s)
+    n = len(ranked)
+    middle = ranked[(n - 1) // 2 : n // 2 + 1]
+    median = None if None in middle else statistics.mean(middle)
+    return median, ranked[-1]
+
+
+def median_seed(seeds: dict[str, dict]) -> str:
+    """The seed in the middle when ranked by steps to 0 (not reached last), then by the final
+    100-game mean (higher first); with an even count, the lower-middle one."""
+
+    def key(name):
+        s = seeds[name]
+        mean = s["final_mean100"]  # NaN before 100 games: last
+        return (s["reached"]["0"] or math.inf, -mean if mean == mean else math.inf)
+
+    return sorted(seeds, key=key)[(len(seeds) - 1) // 2]
+
+
+def launch(seeds: list[str], args, extra: list[str]) -> None:
+    """Train ``seeds``, ``args.parallel`` at a time, each resumed if its log dir has a run."""
+    updates = math.ceil(args.budget / (args.slots * STEPS_PER_SLOT))
+    pending, running = list(seeds), []
+    while pending or running:
+        while pending and len(running) < args.parallel:
+            seed = pending.pop(0)
+            log_dir = RUNS / f"{args.name}-{seed}"
+            if played(log_dir) >= updates * args.slots * STEPS_PER_SLOT:
+                print(f"seed {seed}: already played the budget in {log_dir}", flush=True)
+                continue
+            train = [str(ROOT / "examples" / "pong.py"), "--preset", args.preset]
+            train += ["--seed", seed, "--slots", str(args.slots), "--updates", str(updates)]
+            train += ["--checkpoint-every", "10", "--log-dir", str(log_dir), *extra]
+            train += ["--resume"] if (log_dir / "checkpoint.npz").exists() else []
+            command = common.mpirun_command(args.ranks, train)
+            log = RUNS / f"{args.name}-{seed}.log"
+            RUNS.mkdir(parents=True, exist_ok=True)
+            with open(log, "a") as out:
+                out.write(f"# {' '.join(command)}\n")
+                out.flush()
+                env = {"OMP_NUM_THREADS": "1", **os.environ}  # one core per rank
+                running.append((seed, subprocess.Popen(command, stdout=out, stderr=out, env=env)))
+            print(f"seed {seed}: {' '.join(command)}", flush=True)
+        time.sleep(5)
+        for seed, proc in [r for r in running if r[1].poll() is not None]:
+            running.remove((seed, proc))
+            print(f"seed {seed}: exit status {proc.returncode}", flush=True)
+
+
+def evaluate(run: Path, games: int) -> dict:
+    """The run's final policy over ``games`` new games as trained, sampled, on 2 ranks."""
+    checkpoint = str(run / "checkpoint.npz")
+    out = common.mpirun(2, [__file__, "--evaluate-checkpoint", checkpoint, "--games", str(games)])
+    result = common.last_json(out)
+    (run / "evaluation.json").write_text(json.dumps(result) + "\n")
+    return result
+
+
+def evaluate_here(checkpoint: str, games: int) -> None:
+    """Under mpirun: the mean over ``games`` new games, its 95% interval and the games won."""
+    from pgmpi import ParallelPG, mpi
+
+    agent = ParallelPG.load(checkpoint, quiet=True)
+    score = agent.evaluate(games)
+    r = agent.evaluation_returns
+    result = {"mean": float(score), "ci95": list(map(float, score.ci95)), "games": games}
+    result |= {"won": int((r > 0).sum()), "protocol": score.protocol}
+    if mpi.is_root():
+        print(json.dumps(result), flush=True)
+
+
+def plot(curves: dict[str, list[dict]], budget: int, path: Path, title: str) -> None:
+    """Every seed's 100-game mean against agent steps, their median and spread (lowest to
+    highest seed, over the steps every seed has played), the 0 line; legend outside."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
+    by_step = {}
+    for seed, rows in sorted(curves.items(), key=lambda kv: int(kv[0])):
+        rows = [r for r in rows if int(r["episodes"]) >= 100 and int(r["steps"]) <= budget]
+        x = [int(r["steps"]) / 1e6 for r in rows]
+        ax.plot(x, [float(r["mean100"]) for r in rows], lw=0.9, alpha=0.8, label=f"seed {seed}")
+        for r in rows:
+            by_step.setdefault(int(r["steps"]), []).append(float(r["mean100"]))
+    shared = sorted(s for s, v in by_step.items() if len(v) == len(curves))
+    if shared:
+        x = np.array(shared) / 1e6
+        ys = np.array([by_step[s] for s in shared])
+        ax.fill_between(x, ys.min(1), ys.max(1), color="grey", alpha=0.2,
+                        label="spread: lowest to highest seed")  # fmt: skip
+        ax.plot(x, np.median(ys, 1), c="black", lw=2.2, label=f"median of {len(curves)} seeds")
+    ax.axhline(0, c="black", lw=0.8, ls=":", label="0: as many points won as lost")
+    ax.set(xlabel="agent steps (millions)", ylabel="mean return of the last 100 games")
+    ax.set(xlim=(0, budget / 1e6), ylim=(-21, 21), title=title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
+def cell(steps, budget: int) -> str:
+    return (
+        f"{steps / 1e6:.2f} M" if steps is not None else f"not reached within {budget / 1e6:.2f} M"
+    )
+
+
+def main() -> None:
+    argv, extra = common.split_extra(sys.argv[1:])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", nargs="*", default=[], metavar="SEED", help="train these seeds")
+    p.add_argument("--budget", type=float, default=3e6, help="agent steps per seed (3e6)")
+    p.add_argument("--preset", default="fast", help="examples/pong.py's preset (fast)")
+    p.add_argument("--slots", type=int, default=16, help="games at once, fixed (16)")
+    p.add_argument("--ranks", type=int, default=1, help="ranks per run (1: the same bits)")
+    p.add_argument("--parallel", type=int, help="runs at once (cores / ranks)")
+    p.add_argument("--seeds", nargs="*", metavar="SEED", help="read only these (all)")
+    p.add_argument("--tag", default="", help="runs go to runs/sweep/PRESET-PROTOCOL[TAG]-SEED")
+    p.add_argument("--evaluate", action="store_true", help="play the median seed, --games")
+    p.add_argument("--games", type=int, default=100, help="evaluation games (100)")
+    p.add_argument("--evaluate-checkpoint", help=argparse.SUPPRESS)
+    common.add_figure_flags(p, FIGURE)
+    args = p.parse_args(argv)
+    if args.evaluate_checkpoint:
+        return evaluate_here(args.evaluate_checkpoint, args.games)
+    deterministic = "--deterministic" in extra or "--no-sticky-actions" in extra
+    args.name = f"{args.preset}-{'deterministic' if deterministic else 'sticky'}{args.tag}"
+    args.parallel = args.parallel or max(1, (os.cpu_count() or 1) // args.ranks)
+    budget = math.ceil(args.budget / (args.slots * STEPS_PER_SLOT)) * args.slots * STEPS_PER_SLOT
+    launch(args.run, args, extra)
+
+    runs = sorted(RUNS.glob(f"{args.name}-*"), key=lambda d: d.name)
+    runs = [d for d in runs if d.name.rsplit("-", 1)[1].isdigit() and played(d)]
+    runs = [d for d in runs if args.seeds is None or d.name.rsplit("-", 1)[1] in args.seeds]
+    if not runs:
+        return print(f"no runs {RUNS}/{args.name}-SEED: pass --run SEED ...")
+    seeds, curves = {}, {}
+    for run in runs:
+        seed, rows = run.name.rsplit("-", 1)[1], time_to_score.read(run)
+        rows = [r for r in rows if int(r["steps"]) <= budget]
+        evaluation = run / "evaluation.json"
+        seeds[seed] = {
+            "log_dir": str(run.relative_to(ROOT)),
+            "steps_played": int(rows[-1]["steps"]),
+            "reached": {str(k): v for k, v in reached(rows, budget).items()},
+            "final_mean100": float(rows[-1]["mean100"]),
+            "games": int(rows[-1]["episodes"]),
+            "evaluation": json.loads(evaluation.read_text()) if evaluation.exists() else None,
+        }
+        curves[seed] = rows
+    middle = median_seed(seeds)
+    if args.evaluate:
+        print(f"evaluating seed {middle} over {args.games} new games ...", flush=True)
+        seeds[middle]["evaluation"] = evaluate(RUNS / f"{args.name}-{middle}", args.games)
+
+    print(f"{args.name}: {len(seeds)} seeds, budget {budget:,} agent steps\n")
+    print(
+        "| seed | "
+        + " | ".join(f"to {t:+d}" if t else "to 0" for t in LEVELS)
+        + " | played | final 100-game mean |"
+    )
+    print("|---|" + "---|" * (len(LEVELS) + 2))
+    ordered = sorted(seeds, key=int)
+    for seed in ordered:
+        s = seeds[seed]
+        cells = [cell(s["reached"][str(t)], s["steps_played"]) for t in LEVELS]
+        print(f"| {seed} | " + " | ".join(cells) + f" | {s['steps_played'] / 1e6:.2f} M | "
+              f"{s['final_mean100']:+.1f} |")  # fmt: skip
+    summary = {}
+    for t in LEVELS:
+        median, worst = median_and_worst([seeds[s]["reached"][str(t)] for s in ordered])
+        summary[str(t)] = {"median": median, "worst": worst}
+    short = min(s["steps_played"] for s in seeds.values())
+    for label in ("median", "worst"):
+        cells = [cell(summary[str(t)][label], short) for t in LEVELS]
+        print(f"| **{label}** | " + " | ".join(cells) + " | | |")
+    ev = seeds[middle]["evaluation"]
+    if ev:
+        print(f"\nmedian seed {middle}: {ev['mean']:+.1f} [{ev['ci95'][0]:+.1f}, "
+              f"{ev['ci95'][1]:+.1f}] over {ev['games']} new games, {ev['won']} won")  # fmt: skip
+    figure = common.figure_path(args, FIGURE)
+    plot(curves, budget, figure, f"Pong, {args.name}, {args.slots} slots: {len(seeds)} seeds")
+    result = {
+        "machine": common.machine(),
+        "settings": {"preset": args.preset, "slots": args.slots, "extra": extra},
+        "budget": budget,
+        "seeds": seeds,
+        "median_seed": middle,
+        "summary": summary,
+    }
+    name = "seed_sweep" + ("" if args.name == "fast-sticky" else f"-{args.name}")
+    print("wrote", common.write(name, result), "and", figure)
+
+
+if __name__ == "__main__":
+    main()
