@@ -169,11 +169,14 @@ def last_json(stdout: str):
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def write(name: str, result: dict) -> Path:
-    """Write ``result`` to benchmarks/results/NAME.json and return the path."""
+def write(name: str, result: dict, keep: bool = False) -> Path:
+    """Write ``result`` to benchmarks/results/NAME.json and return the path; with ``keep``,
+    also to benchmarks/recordings/NAME.json, the tracked copy the docs' figures are drawn from."""
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
+    if keep:
+        (RECORDINGS / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
     return path
 
 

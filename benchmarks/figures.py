@@ -14,12 +14,16 @@ figures docs/benchmarks.md and the tutorial show):
 * the PrunedGA figures (``ga_scaling_generations.png``, ``ga_idle.png``, ``ga_scaling.png``,
   ``ga_scaling_run.png``, ``ga_scaling_late.png``), projected from the recordings kept in
   benchmarks/recordings/ (benchmarks/ga_figures.py);
-* ``scaling.png``: the projection in ``RESULTS/scaling.json`` (``benchmarks/scaling.py``);
+* ``seed_sweep.png``: the Pong seeds' curves that ``benchmarks/seed_sweep.py --docs`` kept
+  in benchmarks/recordings/seed_sweep.json;
+* ``scaling.png``: the projection in benchmarks/recordings/scaling.json, kept by
+  ``benchmarks/scaling.py --docs`` (or a newer ``RESULTS/scaling.json``);
 * ``oversubscription.png``: agent steps/s per rank with BLAS threads capped and uncapped,
-  from ``RESULTS/throughput.json`` (``benchmarks/throughput.py``);
+  from benchmarks/recordings/throughput.json, kept by ``benchmarks/throughput.py --docs``
+  (or a newer ``RESULTS/throughput.json``);
 * ``timeline.png``: the per-rank timeline of a traced run's ``trace.csv`` (``--trace DIR``,
-  or benchmarks/recordings/timeline/ if kept; with ``--quick``, a tiny traced Pong run on 2
-  ranks that this script starts).
+  which ``--docs`` keeps in benchmarks/recordings/timeline/, or the one kept there; with
+  ``--quick``, a tiny traced Pong run on 2 ranks that this script starts).
 
 A figure whose input is missing is skipped with a line saying so and how to make it.
 Figures of timings are only as clean as the machine they were measured on.
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +43,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
 import ga_figures  # noqa: E402
 import scaling  # noqa: E402
+import seed_sweep  # noqa: E402
 import slots_to_score  # noqa: E402
 import time_to_score  # noqa: E402
 
@@ -130,6 +136,9 @@ def main() -> None:
         traced = timeline_run(args.work_dir or args.runs / "figures")
     if (traced / "trace.csv").exists():
         made.append(timeline(traced, args.out_dir / "timeline.png"))
+        if args.docs and args.trace:  # keep the trace the docs' figure is drawn from
+            (common.RECORDINGS / "timeline").mkdir(exist_ok=True)
+            shutil.copyfile(traced / "trace.csv", common.RECORDINGS / "timeline" / "trace.csv")
     else:
         skipped.append(
             "timeline.png: no trace (mpirun -n 2 python examples/pong.py --updates 6 --trace "
@@ -158,17 +167,21 @@ def main() -> None:
         made.append(args.out_dir / "slots_to_score.png")
         made += ga_figures.draw_docs(args.out_dir)
 
+        made += seed_sweep.draw_kept(args.out_dir)
+
     for name, draw in (
         ("scaling", lambda r, out: scaling.plot(r["projection"], out)),
         ("throughput", oversubscription),
     ):
-        source = args.results / f"{name}.json"
+        # What --docs kept (tracked), unless a newer result is in --results.
+        sources = [args.results / f"{name}.json", common.RECORDINGS / f"{name}.json"]
+        sources = sorted((p for p in sources if p.exists()), key=lambda p: -p.stat().st_mtime)
         figure = args.out_dir / ("oversubscription.png" if name == "throughput" else f"{name}.png")
-        if source.exists():
-            draw(json.loads(source.read_text()), figure)
+        if sources:
+            draw(json.loads(sources[0].read_text()), figure)
             made.append(figure)
         else:
-            skipped.append(f"{figure.name}: no {source} (python benchmarks/{name}.py)")
+            skipped.append(f"{figure.name}: no {name}.json (python benchmarks/{name}.py --docs)")
 
     for path in made:
         print(f"wrote {path}")

@@ -1,7 +1,8 @@
 """ParallelPG scaling: measured at 1 and 2 ranks, projected to 1,536 ranks.
 
     python benchmarks/scaling.py [--updates 6] [--repeats 2] [--checkpoint CHECKPOINT]
-    python benchmarks/scaling.py --docs     # also redraw docs/figures/scaling.png (tracked)
+    python benchmarks/scaling.py --docs     # also redraw docs/figures/scaling.png and keep
+                                            # the result in benchmarks/recordings (tracked)
 
 Measures, in one run, by launching itself under mpirun with the defaults (16 games of 512
 steps per update): ``--repeats`` times at 1 and then 2 ranks, keeping the fastest run at
@@ -382,7 +383,7 @@ def main() -> None:
         "model": model,
         "projection": projection,
     }
-    print("wrote", common.write("scaling", result), "and", figure)
+    print("wrote", common.write("scaling", result, keep=args.docs), "and", figure)
 
 
 if __name__ == "__main__":

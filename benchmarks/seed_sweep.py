@@ -49,6 +49,7 @@ import time_to_score  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "sweep"
 FIGURE = "seed_sweep.png"
+KEPT = common.RECORDINGS / "seed_sweep.json"  # what --docs drew last: runs/ is not tracked
 LEVELS = (0, 10, 15)
 STEPS_PER_SLOT = 512  # the fast preset's; an update is slots x this many agent steps
 
@@ -177,6 +178,21 @@ def plot(curves: dict[str, list[dict]], budget: int, path: Path, title: str) -> 
     fig.savefig(path, dpi=100)
 
 
+def thin(rows: list[dict], most: int = 400) -> list[dict]:
+    """At most about ``most`` of a run's rows, evenly spaced, the last kept: what ``plot`` reads."""
+    kept = rows[:: max(1, len(rows) // most)] + rows[-1:]
+    return [{k: round(float(r[k]), 3) for k in ("steps", "episodes", "mean100")} for r in kept]
+
+
+def draw_kept(out_dir: Path) -> list[Path]:
+    """``seed_sweep.png`` in ``out_dir`` from the curves ``--docs`` kept, if any."""
+    if not KEPT.exists():
+        return []
+    kept = json.loads(KEPT.read_text())
+    plot(kept["curves"], kept["budget"], out_dir / FIGURE, kept["title"])
+    return [out_dir / FIGURE]
+
+
 def cell(steps, budget: int) -> str:
     return (
         f"{steps / 1e6:.2f} M" if steps is not None else f"not reached within {budget / 1e6:.2f} M"
@@ -257,7 +273,12 @@ def main() -> None:
         print(f"\nmedian seed {middle}: {ev['mean']:+.1f} [{ev['ci95'][0]:+.1f}, "
               f"{ev['ci95'][1]:+.1f}] over {ev['games']} new games, {ev['won']} won")  # fmt: skip
     figure = common.figure_path(args, FIGURE)
-    plot(curves, budget, figure, f"Pong, {args.name}, {args.slots} slots: {len(seeds)} seeds")
+    title = f"Pong, {args.name}, {args.slots} slots: {len(seeds)} seeds"
+    plot(curves, budget, figure, title)
+    if args.docs:
+        thinned = {seed: thin(rows) for seed, rows in curves.items()}
+        kept = {"title": title, "budget": budget, "seeds": seeds, "curves": thinned}
+        KEPT.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
     result = {
         "machine": common.machine(),
         "settings": {"preset": args.preset, "slots": args.slots, "extra": extra},

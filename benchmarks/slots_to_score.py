@@ -23,8 +23,8 @@ the projected wall-clock time to 0 on that many ranks (one game each): the agent
 the projected agent steps per second. An update then lasts a rank's piece of play (the
 cost of 512 steps with their gradient that benchmarks/scaling.py recorded, scaled to the
 run's steps per slot and stretched by the waiting scaling.py projects), then the ring
-Allreduce on a 10 Gb/s network and the per-update costs (benchmarks/results/scaling.json,
-or scaling.py's figures in docs/benchmarks.md if that file is missing). Writes
+Allreduce on a 10 Gb/s network and the per-update costs (benchmarks/recordings/scaling.json,
+kept by ``scaling.py --docs``, or a newer benchmarks/results/scaling.json). Writes
 benchmarks/results/slots_to_score.json and runs/benchmarks/slots_to_score.png (the 100-game
 mean against agent steps, one line per run; ``--out PATH`` elsewhere, ``--docs`` to
 docs/figures/slots_to_score.png). ``--docs`` also keeps every run it drew, thinned, in
@@ -49,25 +49,17 @@ RUNS = ROOT / "runs" / "slots"
 FIGURE = "slots_to_score.png"
 KEPT = common.RECORDINGS / "slots_to_score.json"
 THRESHOLDS = (-15, -10, -5, 0)
-# docs/benchmarks.md, "Scaling" (scaling.py, 2026-11-23, 2 vCPUs): a slot's piece of 512
-# agent steps with its gradient, alone on a rank; the per-update costs outside play (Adam,
-# the fixed-point conversion); and, on a 10 Gb/s network, the ring Allreduce of the 10.2 MB
-# buffer and the share of time ranks wait for the slowest, at 128 and 1,536 ranks.
-DOCUMENTED = {
-    "piece_s": 0.1705,
-    "fixed_s": 0.0039,
-    "allreduce_s": {128: 0.021, 1536: 0.078},
-    "wait": {128: 0.043, 1536: 0.050},
-}
 LINK = "10 Gb/s"
 RANKS = (128, 1536)
 
 
 def cost_model() -> tuple[dict, str]:
-    """scaling.py's figures (benchmarks/results/scaling.json, or the documented ones)."""
-    path = common.RESULTS / "scaling.json"
-    if not path.exists():
-        return DOCUMENTED, "docs/benchmarks.md (scaling.py, 2026-11-23)"
+    """scaling.py's costs: a slot's piece of 512 agent steps with its gradient, alone on a
+    rank; the per-update costs outside play; on a 10 Gb/s network, the ring Allreduce and the
+    share of time ranks wait for the slowest, at 128 and 1,536 ranks. From the result
+    ``scaling.py --docs`` kept in benchmarks/recordings, or a newer benchmarks/results one."""
+    paths = [common.RESULTS / "scaling.json", common.RECORDINGS / "scaling.json"]
+    path = max((p for p in paths if p.exists()), key=lambda p: p.stat().st_mtime)
     s = json.loads(path.read_text())
     rows = {r["ranks"]: r for r in s["projection"][LINK]}
     return {
@@ -75,7 +67,7 @@ def cost_model() -> tuple[dict, str]:
         "fixed_s": s["model"]["optimizer_s"],
         "allreduce_s": {n: rows[n]["allreduce_s"] for n in RANKS},
         "wait": {n: rows[n]["new_wait_fraction"] for n in RANKS},
-    }, str(path)
+    }, str(path.relative_to(ROOT))
 
 
 def steps_per_second(model: dict, n: int, steps_per_slot: int) -> float:

@@ -203,6 +203,12 @@ def main() -> None:
         default=3,
         help="rounds of the coupling comparison, 0 to skip it (3)",
     )
+    p.add_argument(
+        "--docs",
+        action="store_true",
+        help="also keep the result in benchmarks/recordings/throughput.json (tracked), what "
+        "benchmarks/figures.py --docs draws docs/figures/oversubscription.png from",
+    )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--capped", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--pg-only", action="store_true", help=argparse.SUPPRESS)
@@ -283,7 +289,7 @@ def main() -> None:
         )
     if args.coupling_repeats and 1 in args.ranks and 2 in args.ranks:
         result["coupling"] = coupling(args.updates, args.coupling_repeats)
-    print("wrote", common.write("throughput", result))
+    print("wrote", common.write("throughput", result, keep=args.docs))
 
 
 def coupling(updates: int, repeats: int) -> dict:
