@@ -14,6 +14,8 @@ figures docs/benchmarks.md and the tutorial show):
 * the PrunedGA figures (``ga_scaling_generations.png``, ``ga_idle.png``, ``ga_scaling.png``,
   ``ga_scaling_run.png``, ``ga_scaling_late.png``), projected from the recordings kept in
   benchmarks/recordings/ (benchmarks/ga_figures.py);
+* ``ga_time_to_score.png``: PrunedGA's BipedalWalker runs that ``benchmarks/ga_time_to_score.py
+  --docs`` kept in benchmarks/recordings/ga_time_to_score.json;
 * ``seed_sweep.png``: the Pong seeds' curves that ``benchmarks/seed_sweep.py --docs`` kept
   in benchmarks/recordings/seed_sweep.json;
 * ``scaling.png``: the projection in benchmarks/recordings/scaling.json, kept by
@@ -42,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
 import ga_figures  # noqa: E402
+import ga_time_to_score  # noqa: E402
 import scaling  # noqa: E402
 import seed_sweep  # noqa: E402
 import slots_to_score  # noqa: E402
@@ -168,6 +171,7 @@ def main() -> None:
         made += ga_figures.draw_docs(args.out_dir)
 
         made += seed_sweep.draw_kept(args.out_dir)
+        made += ga_time_to_score.draw_kept(args.out_dir)
 
     for name, draw in (
         ("scaling", lambda r, out: scaling.plot(r["projection"], out)),

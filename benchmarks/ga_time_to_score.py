@@ -19,7 +19,9 @@ best individual's return (its mean over its 8 episodes) reached -50, 0, +100, +2
 (minutes x ranks / 60), and the final best and population-mean return; writes
 benchmarks/results/ga_time_to_score.json and runs/benchmarks/ga_time_to_score.png (best
 and population-mean return against wall minutes and against env steps; ``--out PATH``
-elsewhere, ``--docs`` to the tracked docs/figures/ga_time_to_score.png).
+elsewhere, ``--docs`` to the tracked docs/figures/ga_time_to_score.png, keeping the curves in
+benchmarks/recordings/ga_time_to_score.json, from which ``benchmarks/figures.py --docs``
+redraws it).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import common  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "ga-tts"
 FIGURE = "ga_time_to_score.png"
+KEPT = common.RECORDINGS / "ga_time_to_score.json"  # what --docs drew last (thinned curves)
 THRESHOLDS = (-50, 0, 100, 200, 300)
 MEAN_THRESHOLDS = (0,)  # the population mean (estool's CMA-ES: > 0 after about 15 k episodes)
 
@@ -82,6 +85,12 @@ def first_reached(rows: list[dict], ranks: int, key="best", thresholds=THRESHOLD
     return out
 
 
+def label(name: str) -> str:
+    """A run's folder name (GENOME-SEED) in words, for a legend."""
+    genome, _, seed = name.rpartition("-")
+    return f"seed {seed}, {genome} genome"
+
+
 def plot(curves: dict[str, list[dict]], path: Path, ranks: int) -> None:
     import matplotlib
 
@@ -91,20 +100,27 @@ def plot(curves: dict[str, list[dict]], path: Path, ranks: int) -> None:
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for k, (name, rows) in enumerate(sorted(curves.items())):
         c = f"C{k}"
-        for key, style, label in (("best", "-", "best"), ("mean", ":", "population mean")):
+        for key, style, what in (("best", "-", "best"), ("mean", ":", "population mean")):
             y = [r[key] for r in rows]
-            a.plot([r["minutes"] for r in rows], y, style, c=c, label=f"{name}, {label}")
+            a.plot([r["minutes"] for r in rows], y, style, c=c, label=f"{label(name)}: {what}")
             b.plot([r["steps"] / 1e6 for r in rows], y, style, c=c)
     a.set(xlabel=f"wall minutes on {ranks} ranks", ylabel="return (mean of 8 episodes)")
     b.set(xlabel="env steps (millions)")
     for ax in (a, b):
         ax.axhline(0, c="grey", lw=0.8)
         ax.grid(alpha=0.3)
-    a.legend(fontsize=7)
+    fig.legend(loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.suptitle("PrunedGA on BipedalWalker-v3 (population 138, 8 episodes each)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    common.save_figure(fig, path, rect=(0, 0.12, 1, 1))
+
+
+def draw_kept(out_dir: Path) -> list[Path]:
+    """``ga_time_to_score.png`` in ``out_dir`` from the curves ``--docs`` kept, if any."""
+    if not KEPT.exists():
+        return []
+    kept = json.loads(KEPT.read_text())
+    plot(kept["curves"], out_dir / FIGURE, kept["ranks"])
+    return [out_dir / FIGURE]
 
 
 def main() -> None:
@@ -176,6 +192,11 @@ def main() -> None:
     if curves:
         figure = common.figure_path(args, FIGURE)
         plot(curves, figure, args.ranks)
+        if args.docs:  # runs/ is not tracked: keep what the docs' figure is drawn from
+            thinned = {
+                n: rows[:: max(1, len(rows) // 400)] + rows[-1:] for n, rows in curves.items()
+            }
+            KEPT.write_text(json.dumps({"ranks": args.ranks, "curves": thinned}) + "\n")
         print("wrote", common.write("ga_time_to_score", result), "and", figure)
     else:
         print(f"no runs in {RUNS}: pass --run GENOME:SEED")

@@ -39,3 +39,20 @@ def test_the_bars_show_each_runs_whole_share_against_the_targets(tmp_path):
     assert 0 < whole < 0.10  # run 2 meets the 128-rank target with playing ahead
     out = ga_figures.plot_idle({"run 2: seed 1": idle}, tmp_path / "bars.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def test_every_docs_figure_is_one_that_figures_py_draws():
+    """Each PNG in docs/figures is named among what ``benchmarks/figures.py --docs`` writes
+    (its docstring lists them, and the launch test checks the drawing), and each kept input
+    the docstring names is tracked."""
+    import re
+
+    import figures
+
+    drawn = set(re.findall(r"``(\w+\.png)``", figures.__doc__))
+    drawn |= set(re.findall(r"``(ga_\w+\.png)``", ga_figures.__doc__ or ""))
+    shown = {p.name for p in common.DOCS_FIGURES.glob("*.png")}
+    assert shown - drawn == set(), sorted(shown - drawn)
+    for kept in ("scaling", "throughput", "seed_sweep", "time_to_score", "slots_to_score"):
+        assert (common.RECORDINGS / f"{kept}.json").exists(), kept
+    assert (common.RECORDINGS / "timeline" / "trace.csv").exists()
