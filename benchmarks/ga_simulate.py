@@ -90,7 +90,7 @@ def ahead_schedule(
 ) -> list[tuple[float, float, float, int]]:
     """PrunedGA's schedule over a run, generation after generation: each generation's units
     self-scheduled in predicted order, and a rank that has run out of them playing the next
-    generation's units of individuals sure to be elites (``schedule.sure_elites``, from
+    generation's units of individuals sure to be elites (``ahead.sure_elites``, from
     the individuals finished so far; best first, episodes in order), paused when the
     generation's last unit ends and finished first in the next, where nobody plays them
     again. ``predicted[g]``, ``cost[g]`` (P * E,) are generation g's; ``elites[g]`` lists

@@ -5,7 +5,7 @@ kept unchanged, and an elite's next episodes are keyed on its index in this gene
 (``rng.GA_ELITE_EVALUATION``), so they are the same whoever plays them and whenever. So a
 rank that has run out of units reads the results the ranks post to a board on rank 0 as
 each unit ends (:func:`pgmpi.mpi.unit_board`), and once an individual is sure to be an
-elite whatever the units still running give (:func:`pgmpi.schedule.sure_elites`), it plays
+elite whatever the units still running give (:func:`sure_elites`), it plays
 that individual's next episodes, a step at a time between tests of the barrier, each
 claimed on the board first so that no two ranks play it. When the ranks meet, it finishes
 the one it was playing, and the next generation takes the results instead of playing those
@@ -26,12 +26,26 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pgmpi import mpi, schedule
+from pgmpi import mpi
 from pgmpi.rollout import Episode
 from pgmpi.units import Sums, UnitEvaluation
 
 _AGENTS = itertools.count(1)  # numbers the agents of a process alike on every rank
 LOOK_S = 0.002  # how often a rank with nothing to play reads which units have ended
+
+
+def sure_elites(fitness: np.ndarray, k: int) -> np.ndarray:
+    """int64: the individuals certain to be among the top ``k`` of ``fitness`` (float64
+    (P,), NaN for those still being played), best first; ranked as
+    :meth:`pgmpi.optimizers.PruningOptimizer.tell` ranks (higher first, ties: lower index).
+
+    A finished individual with ``a`` finished ones above it ends at rank ``a`` plus at most
+    the number still being played, so the first ``k`` minus that number are sure.
+    """
+    done = np.flatnonzero(~np.isnan(fitness))
+    unsure = len(fitness) - len(done)
+    ranked = done[np.lexsort((done, -fitness[done]))]
+    return ranked[: max(k - unsure, 0)]
 
 
 class Ahead:
@@ -144,7 +158,7 @@ class PlayingAhead(UnitEvaluation):
         ga, E = self.ga, self.steps.shape[1]
         kept = masks.sum(axis=1) / ga.net.n_weights
         n_elites = ga.optimizer.n_elites
-        sure = lambda returns: schedule.sure_elites(ga.fitness(returns, kept), n_elites)  # noqa: E731
+        sure = lambda returns: sure_elites(ga.fitness(returns, kept), n_elites)  # noqa: E731
 
         def episode(x: int, e: int) -> Episode:
             activity = np.zeros(ga.net.n_weights) if ga.net.hebbian else None

@@ -1,24 +1,14 @@
 """How PrunedGA plays a generation over MPI ranks: units of work, a shared counter, one Allreduce.
 
-The unit of work is one episode of one individual (138 x 8 = 1,104 units in the original's
-generation), so ranks stay busy even at 128 ranks. Episode e of individual i in generation
-g is seeded from the stream keyed on (seed, g, i, e), whichever rank plays it, or, for an
-elite kept unchanged, on (seed, g, its index in generation g - 1, e), which is known before
-the generation's ranking is: so its episodes can be played ahead (:mod:`pgmpi.ahead`).
-
-Units are handed out longest-predicted-first (an unchanged elite costed at its own longest
-episode last generation, a mutated child at no less than most: :func:`pgmpi.schedule.predict`),
-one at a time to whichever rank is free, from a counter on rank 0 that ranks advance by
-one-sided MPI (:func:`pgmpi.mpi.shared_counter`): no coordinator, a rank that draws short
-episodes, or runs on a faster core, just plays more units, and a bad prediction costs only
-the units still running at the end.
-
-One Allreduce per generation sums a buffer of named fields (:class:`Sums`) in which each
-slot has exactly one non-zero contributor (the rank that played the unit, or the rank the
-slot belongs to), so the sum is exact and every rank computes the same fitness from it:
-a seed gives the same results, bit for bit, on any number of ranks and under any
-assignment. benchmarks/ga_scaling.py measures and projects the balance from what
-:class:`UnitEvaluation` keeps of each generation.
+A unit is one episode of one individual (138 x 8 = 1,104 in the original's generation), so
+ranks stay busy even at 128 ranks. Each rank takes the next unit, longest predicted first,
+whenever it is free (:mod:`pgmpi.schedule`). Episode e of individual i in generation g is
+seeded from (seed, g, i, e), whichever rank plays it; an unchanged elite's from (seed, g, its
+index in generation g - 1, e), known before the generation's ranking is, so that it can be
+played ahead (:mod:`pgmpi.ahead`). One Allreduce per generation sums a buffer of named
+fields (:class:`Sums`) in which each slot has one non-zero contributor (the rank that played
+the unit, or the rank the slot belongs to), so the sum is exact: a seed gives the same
+results, bit for bit, on any number of ranks and under any assignment.
 """
 
 from __future__ import annotations
@@ -64,24 +54,19 @@ class UnitEvaluation:
     """A PrunedGA's populations played over all ranks, an episode of an individual at a time.
 
     Args:
-        ga: the :class:`~pgmpi.ga.PrunedGA` whose populations it plays: its ``config``
-            (``seed``, ``population_size``, ``episodes_per_individual``), ``net``,
-            ``optimizer`` (each individual's parent, and which are mutated), ``options``
-            (its ``trace``) and
-            ``_play(weights, stream, activity)``, which plays one episode (and, for playing
-            ahead, ``fitness`` and ``_episode``, which makes one to play a step at a time).
+        ga: the :class:`~pgmpi.ga.PrunedGA` whose populations it plays: its ``config``,
+            ``net``, ``optimizer``, ``options`` (``trace``) and ``_play``, which plays one
+            episode (playing ahead also uses ``fitness`` and ``_episode``).
 
-    Attributes (what a benchmark reads after each generation, e.g. from ``train``'s
-    callback; units are (P, E): individual by episode):
+    Attributes (what a benchmark reads after each generation; units are (P, E): individual
+    by episode):
         steps: float64 (P, E), each unit's steps (the next generation's predictions).
         seconds: float64 (P, E), each unit's seconds playing: every rank's with ``trace``
-            on (they travel in the Allreduce only then), else only this rank's (0 elsewhere).
-        ranks: int64 (P, E), the rank that played each unit (always shared: one number a
-            unit beside its return and steps, it shows how the counter shared them out).
-        costs: float64 (P * E,), the predictions the units were handed out by (unit
-            ``i * E + e``); parents: int64 (P,), the parents they were predicted from.
-        units: ``units(costs)``, this rank's units in the order it plays them (see
-            :meth:`units`); another schedule may replace it, on every rank.
+            on (only then do they travel in the Allreduce), else this rank's (0 elsewhere).
+        ranks: int64 (P, E), the rank that played each unit.
+        costs: float64 (P * E,), the predictions the units (``i * E + e``) were handed out
+            by; parents: int64 (P,), the parents they were predicted from.
+        units: ``units(costs)``, this rank's units in play order; a benchmark may replace it.
         results: the last generation's :class:`Results` (None before the first).
 
     Collective: every rank must construct it, at the same point.
@@ -146,9 +131,7 @@ class UnitEvaluation:
         return self.results
 
     def units(self, costs: np.ndarray):
-        """This rank's units of work (indices into ``costs``), longest predicted first, each
-        taken from a counter shared by all ranks when this rank is free: self-scheduling.
-        Which rank plays a unit never changes its result."""
+        """This rank's units (indices into ``costs``): :func:`pgmpi.schedule.self_scheduled`."""
         return schedule.self_scheduled(costs, self.counter)
 
     def stream(self, g: int, i: int, e: int) -> np.random.Generator:

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from pgmpi import PrunedGA, mpi, rng, rollout
-from pgmpi.ahead import Ahead, Episode
+from pgmpi.ahead import Ahead, Episode, sure_elites
 from pgmpi.envs import Game
 from pgmpi.genomes import SignedDAG
 from pgmpi.networks import PrunedNetwork
-from pgmpi.schedule import longest_first, predict, sure_elites
+from pgmpi.schedule import longest_first, predict
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=7, episodes_per_individual=3)
 
