@@ -128,20 +128,24 @@ def writable_problem(
                 "--resume (Agent.load), or pass --overwrite (overwrite=True) to replace it; "
                 "nothing was changed"
             )
+    return unwritable(path, f"checkpoint {str(path)!r}")
+
+
+def unwritable(path: Path, what: str) -> str | None:
+    """Why a file cannot be written at ``path``, as ``"cannot write WHAT: why"`` (its folder
+    is made, and a file written beside it and removed), or None if it can."""
     probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
     try:
         if path.is_dir():
-            return f"cannot write checkpoint {str(path)!r}: it is a folder"
+            return f"cannot write {what}: it is a folder"
         above = next(p for p in path.parents if p.exists())
         if not above.is_dir():
-            return (
-                f"cannot write checkpoint {str(path)!r}: {str(above)!r} exists and is not a folder"
-            )
+            return f"cannot write {what}: {str(above)!r} exists and is not a folder"
         path.parent.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
-        return f"cannot write checkpoint {str(path)!r}: {e.strerror or e}"
+        return f"cannot write {what}: {e.strerror or e}"
     return None
 
 

@@ -20,7 +20,6 @@ written (checked before playing). Given a log dir, it plays the ``checkpoint.npz
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -67,19 +66,6 @@ def load(path: Path):
     return agent, algorithm
 
 
-def _unwritable(gif: Path) -> str | None:
-    """Why the GIF cannot be written at ``gif`` (its folder is made, and a file written
-    beside it and removed), or None."""
-    probe = gif.with_name(f".{gif.name}.probe-{os.getpid()}")
-    try:
-        gif.parent.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        return f"cannot write --gif {gif}: {e.strerror or e}"
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m pgmpi.play",
@@ -115,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.checkpoint.is_dir():  # a log dir: its checkpoint
         args.checkpoint = args.checkpoint / "checkpoint.npz"
-    problem = _unwritable(args.gif)  # before minutes of play, not after
+    problem = checkpoint.unwritable(args.gif, f"--gif {args.gif}")  # before minutes of play
     if problem is not None:
         print(f"pgmpi.play: error: {problem}", file=sys.stderr)
         return 2
