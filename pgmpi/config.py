@@ -233,7 +233,11 @@ class GAConfig(Settings):
     elite_fraction: float = 0.125
     """share of a generation kept unchanged"""
     prune_rate: float = 0.25
-    """pruning probability of generation 0; later rates adapt"""
+    """pruning probability of generation 0"""
+    mutation_rate: float | None = None
+    """a child's pruning probability in later generations (its mean, with Hebbian pruning):
+    None adapts it every generation to how far the elites' sizes spread from the
+    population's (the original's PruneableAgent); a number fixes it"""
     complexity_weight: float = 1.0
     """fitness penalty per fraction of connections kept (1 in the original)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
@@ -254,6 +258,8 @@ class GAConfig(Settings):
             return must("genome", s.genome, "None, 'ones' or 'signed-dag'")
         if not at_least(s.episodes_per_individual, 1):
             return must("episodes_per_individual", s.episodes_per_individual, "an int >= 1")
+        if not (s.mutation_rate is None or (is_real(s.mutation_rate) and 0 <= s.mutation_rate < 1)):
+            return must("mutation_rate", s.mutation_rate, "None or a number in [0, 1)")
         if not (is_real(s.complexity_weight) and s.complexity_weight >= 0):
             return must("complexity_weight", s.complexity_weight, "a number >= 0")
         if not at_least(s.max_episode_steps, 1):

@@ -16,7 +16,7 @@ wins; and the optimizer selects and mutates from the fitness (``tell``). Selecti
 top ``elite_fraction`` unchanged (led by the best ever seen, if it is not among them) and
 fills the population with children of elites, better ones picked more often, each of whose
 parent's connections is pruned with the mutation rate, which follows how far the elites'
-sizes spread from the population's; with the signed genome a parent's less active
+sizes spread from the population's (or is fixed); with the signed genome a parent's less active
 connections (Hebbian activity, measured in play) are pruned more often.
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
@@ -127,6 +127,7 @@ class PrunedGA:
             population_size=cfg.population_size,
             elite_fraction=cfg.elite_fraction,
             prune_rate=cfg.prune_rate,
+            mutation_rate=cfg.mutation_rate,
             seed=cfg.seed,
         )
         self.steps = 0
