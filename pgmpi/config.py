@@ -274,6 +274,32 @@ class GAConfig(Settings):
         return replace(self, genome="ones" if probe.discrete else "signed-dag")
 
 
+# PrunedGA's named settings (``examples/bipedal_walker.py --preset``). "synaptolytic" is the
+# synaptolytic-learning benchmark on BipedalWalker (github.com/riveSunder/synaptolytic-learning
+# at commit 89f4dbb: ``mpi_simple.py -e BipedalWalker-v2 -p 138 -g 200 -d 8 8 -r 8`` with the
+# HebbianDAG agent, 200 generations on 63 workers), its values read from that commit's
+# src/mpi_simple.py and src/hebbian_dag.py: the HebbianDAG agent (signed-dag), hidden layers
+# of 8 and 8 (-d), 138 individuals (-p) of 8 episodes each (-r); elites ceil(0.125 x 138) =
+# 18 (update_pop); generation 0 pruned at 0.025 (HebbianDAG.__init__: mutate_pop(rate=0.025)),
+# later ones at 0.01 (update_pop: hebbian_prune(0.01); mpi_simple.py's workers keep the
+# Hebbian traces, so its coordinator's pruning is in effect uniform, where PrunedGA's
+# signed-dag weighs it by activity); fitness the mean return, with no size
+# penalty (get_fitness: its complexity penalty is commented out); seed 0 (mpi_simple.py
+# builds HebbianDAG(seed=0)); episodes end at the env's own 1,600 steps (gym's limit for
+# BipedalWalker-v2 and v3). What PrunedGA has no setting for is not kept: a further 0.01 of
+# uniform pruning in every other generation, elites included (update_pop: mutate_pop(0.01)
+# after a coin flip), a leaderboard of elites, recombination, and weights drawn for every
+# individual. Every field is written out, so that a change of the defaults leaves the preset
+# as it is (tests/test_config.py compares it with the original's values).
+GA_PRESETS = {
+    "default": GAConfig(),
+    "synaptolytic": GAConfig(hidden_sizes=[8, 8], genome="signed-dag", population_size=138,
+                             episodes_per_individual=8, elite_fraction=0.125, prune_rate=0.025,
+                             mutation_rate=0.01, complexity_weight=0.0, max_episode_steps=1600,
+                             seed=0),
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ESConfig(Settings):
     """The settings that define a ParallelES run (with its env): evolution strategies with a
