@@ -34,9 +34,10 @@ import numpy as np
 
 from pgmpi import checkpoint, genomes, loop, mpi, rollout
 from pgmpi.ahead import PlayingAhead
+from pgmpi.best import BestFound, BestScore
 from pgmpi.config import GAConfig
 from pgmpi.envs import Game
-from pgmpi.evaluation import Evaluation, evaluation_returns
+from pgmpi.evaluation import evaluation_returns
 from pgmpi.loop import Description
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.options import RunOptions
@@ -132,6 +133,7 @@ class PrunedGA:
         )
         self.steps = 0
         self.evaluations = 0
+        self.best_found = BestFound()  # when the best network was found, and the run's time
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
         self.evaluation = PlayingAhead(self)  # collective
 
@@ -189,12 +191,15 @@ class PrunedGA:
         fitness = self.fitness(results.returns, kept)
         if not np.all(np.isfinite(fitness)):
             raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
+        best = self.optimizer.best_fitness
         self.optimizer.tell(fitness, results.activity)
         returns = results.returns.sum(axis=1) / results.returns.shape[1]
         self.last_steps = results.steps.sum(axis=1)
         steps = self.last_steps.sum()
         self.steps += int(steps)
         seconds = time.perf_counter() - t0
+        improved = self.optimizer.best_fitness > best  # this generation holds the best ever
+        self.best_found.count(g, self.steps, results.returns.size, seconds, improved)
         mine = dict(play_s=results.play_s, grad_s=0.0, allreduce_s=results.allreduce_s)
         best_k = np.sort(fitness)[::-1][: self.optimizer.n_elites]
         row = {
@@ -278,10 +283,10 @@ class PrunedGA:
             f"(wait {r['perf/wait_s']:5.2f} s)"
         )
 
-    def evaluate(self, episodes: int = 10, mask: np.ndarray | None = None) -> Evaluation:
+    def evaluate(self, episodes: int = 100, mask: np.ndarray | None = None) -> BestScore:
         """Mean return of ``mask`` (default: the best ever, or before any generation the first
-        individual) over ``episodes`` new episodes shared out over ranks, as an
-        :class:`~pgmpi.evaluation.Evaluation`: a float with its 95% confidence interval.
+        individual) over ``episodes`` new episodes shared out over ranks, as a
+        :class:`~pgmpi.best.BestScore`: a float with its 95% interval, size and ``report()``.
 
         Raises:
             ConfigError: on every rank, if ``episodes`` is not an int >= 1 or ``mask`` is not
@@ -311,7 +316,8 @@ class PrunedGA:
             self.evaluations,
             lambda streams: [self._play(weights, stream)[0] for stream in streams],
         )
-        return Evaluation(returns, label)
+        found = self.best_found.at if label == "best network" else None
+        return BestScore(returns, label, int(mask.sum()), n, found)
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask (and its activity for the signed genome), rate and
@@ -320,6 +326,7 @@ class PrunedGA:
         steps = dict(last_steps=self.last_steps, unit_steps=self.evaluation.steps)
         arrays = dict(self.optimizer.state(), **steps)
         counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)
+        counters |= self.best_found.state()
         return checkpoint.save_agent(path, self, arrays, **counters)
 
     @classmethod
@@ -343,4 +350,5 @@ class PrunedGA:
                 agent.evaluation.steps = arrays["unit_steps"].reshape(agent.evaluation.steps.shape)
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
+            agent.best_found.restore(meta, path)
         return agent
