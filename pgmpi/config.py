@@ -239,7 +239,8 @@ class GAConfig(Settings):
     None adapts it every generation to how far the elites' sizes spread from the
     population's (the original's PruneableAgent); a number fixes it"""
     complexity_weight: float = 1.0
-    """fitness penalty per fraction of connections kept (1 in the original)"""
+    """fitness penalty per fraction of connections kept (1 in the original's pruneable agent,
+    none in its BipedalWalker benchmark's HebbianDAG)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """an episode that reaches this many steps ends there, truncated"""
     seed: int = 0
