@@ -233,9 +233,14 @@ class GAConfig(Settings):
     elite_fraction: float = 0.125
     """share of a generation kept unchanged"""
     prune_rate: float = 0.25
-    """pruning probability of generation 0; later rates adapt"""
+    """pruning probability of generation 0"""
+    mutation_rate: float | None = None
+    """a child's pruning probability in later generations (its mean, with Hebbian pruning):
+    None adapts it every generation to how far the elites' sizes spread from the
+    population's (the original's PruneableAgent); a number fixes it"""
     complexity_weight: float = 1.0
-    """fitness penalty per fraction of connections kept (1 in the original)"""
+    """fitness penalty per fraction of connections kept (1 in the original's pruneable agent,
+    none in its BipedalWalker benchmark's HebbianDAG)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """an episode that reaches this many steps ends there, truncated"""
     seed: int = 0
@@ -254,6 +259,8 @@ class GAConfig(Settings):
             return must("genome", s.genome, "None, 'ones' or 'signed-dag'")
         if not at_least(s.episodes_per_individual, 1):
             return must("episodes_per_individual", s.episodes_per_individual, "an int >= 1")
+        if not (s.mutation_rate is None or (is_real(s.mutation_rate) and 0 <= s.mutation_rate < 1)):
+            return must("mutation_rate", s.mutation_rate, "None or a number in [0, 1)")
         if not (is_real(s.complexity_weight) and s.complexity_weight >= 0):
             return must("complexity_weight", s.complexity_weight, "a number >= 0")
         if not at_least(s.max_episode_steps, 1):
@@ -266,6 +273,32 @@ class GAConfig(Settings):
         if probe is None or self.genome is not None:
             return self
         return replace(self, genome="ones" if probe.discrete else "signed-dag")
+
+
+# PrunedGA's named settings (``examples/bipedal_walker.py --preset``). "synaptolytic" is the
+# synaptolytic-learning benchmark on BipedalWalker (github.com/riveSunder/synaptolytic-learning
+# at commit 89f4dbb: ``mpi_simple.py -e BipedalWalker-v2 -p 138 -g 200 -d 8 8 -r 8`` with the
+# HebbianDAG agent, 200 generations on 63 workers), its values read from that commit's
+# src/mpi_simple.py and src/hebbian_dag.py: the HebbianDAG agent (signed-dag), hidden layers
+# of 8 and 8 (-d), 138 individuals (-p) of 8 episodes each (-r); elites ceil(0.125 x 138) =
+# 18 (update_pop); generation 0 pruned at 0.025 (HebbianDAG.__init__: mutate_pop(rate=0.025)),
+# later ones at 0.01 (update_pop: hebbian_prune(0.01); mpi_simple.py's workers keep the
+# Hebbian traces, so its coordinator's pruning is in effect uniform, where PrunedGA's
+# signed-dag weighs it by activity); fitness the mean return, with no size
+# penalty (get_fitness: its complexity penalty is commented out); seed 0 (mpi_simple.py
+# builds HebbianDAG(seed=0)); episodes end at the env's own 1,600 steps (gym's limit for
+# BipedalWalker-v2 and v3). What PrunedGA has no setting for is not kept: a further 0.01 of
+# uniform pruning in every other generation, elites included (update_pop: mutate_pop(0.01)
+# after a coin flip), a leaderboard of elites, recombination, and weights drawn for every
+# individual. Every field is written out, so that a change of the defaults leaves the preset
+# as it is (tests/test_config.py compares it with the original's values).
+GA_PRESETS = {
+    "default": GAConfig(),
+    "synaptolytic": GAConfig(hidden_sizes=[8, 8], genome="signed-dag", population_size=138,
+                             episodes_per_individual=8, elite_fraction=0.125, prune_rate=0.025,
+                             mutation_rate=0.01, complexity_weight=0.0, max_episode_steps=1600,
+                             seed=0),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

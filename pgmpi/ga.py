@@ -16,7 +16,7 @@ wins; and the optimizer selects and mutates from the fitness (``tell``). Selecti
 top ``elite_fraction`` unchanged (led by the best ever seen, if it is not among them) and
 fills the population with children of elites, better ones picked more often, each of whose
 parent's connections is pruned with the mutation rate, which follows how far the elites'
-sizes spread from the population's; with the signed genome a parent's less active
+sizes spread from the population's (or is fixed); with the signed genome a parent's less active
 connections (Hebbian activity, measured in play) are pruned more often.
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
@@ -34,6 +34,7 @@ import numpy as np
 
 from pgmpi import genomes, loop, mpi, rollout
 from pgmpi.ahead import PlayingAhead
+from pgmpi.best import BestFound
 from pgmpi.config import GAConfig
 from pgmpi.envs import Game
 from pgmpi.ga_run import GARun
@@ -127,10 +128,12 @@ class PrunedGA(GARun):
             population_size=cfg.population_size,
             elite_fraction=cfg.elite_fraction,
             prune_rate=cfg.prune_rate,
+            mutation_rate=cfg.mutation_rate,
             seed=cfg.seed,
         )
         self.steps = 0
         self.evaluations = 0
+        self.best_found = BestFound()  # when the best network was found, and the run's time
         self.last_steps = np.zeros(cfg.population_size)  # each one's steps, last generation
         self.evaluation = PlayingAhead(self)  # collective
 
@@ -151,8 +154,8 @@ class PrunedGA(GARun):
         fitness = self.fitness(results.returns, kept)
         if not np.all(np.isfinite(fitness)):
             raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
-        self.optimizer.tell(fitness, results.activity)
-        return self._book_keeping(g, results, fitness, kept, t0)
+        improved = self.optimizer.tell(fitness, results.activity)  # a new best ever?
+        return self._book_keeping(g, results, fitness, kept, t0, improved)
 
     def fitness(self, unit_returns: np.ndarray, kept: np.ndarray) -> np.ndarray:
         """Each individual's fitness from its episodes' returns (P, E) and the fraction of

@@ -15,8 +15,9 @@ from typing import TypeVar
 import numpy as np
 
 from pgmpi import checkpoint, mpi
+from pgmpi.best import BestScore
 from pgmpi.envs import Game
-from pgmpi.evaluation import Evaluation, evaluation_returns
+from pgmpi.evaluation import evaluation_returns
 from pgmpi.loop import Description
 from pgmpi.settings import first_problem, is_int
 
@@ -28,15 +29,17 @@ class GARun:
 
     algorithm = "PrunedGA"
 
-    def _book_keeping(self, g: int, results, fitness: np.ndarray, kept, t0: float) -> dict:
+    def _book_keeping(self, g: int, results, fitness, kept, t0: float, improved: bool) -> dict:
         """The counters and the row of generation ``g``, from its evaluation's ``results``
         (:class:`pgmpi.units.Results`), ``fitness`` and each one's fraction of connections
-        ``kept``, the generation begun at ``t0`` (``time.perf_counter``)."""
+        ``kept``, the generation begun at ``t0`` (``time.perf_counter``); ``improved``: it
+        holds a new best ever (:class:`pgmpi.best.BestFound` notes when)."""
         returns = results.returns.sum(axis=1) / results.returns.shape[1]
         self.last_steps = results.steps.sum(axis=1)
         steps = self.last_steps.sum()
         self.steps += int(steps)
         seconds = time.perf_counter() - t0
+        self.best_found.count(g, self.steps, results.returns.size, seconds, improved)
         mine = dict(play_s=results.play_s, grad_s=0.0, allreduce_s=results.allreduce_s)
         best_k = np.sort(fitness)[::-1][: self.optimizer.n_elites]
         row = {
@@ -107,10 +110,10 @@ class GARun:
         mask = self._best() if mask is None else mask
         return self._action(self.net.weights(np.asarray(mask, dtype=bool)), observation)
 
-    def evaluate(self, episodes: int = 10, mask: np.ndarray | None = None) -> Evaluation:
+    def evaluate(self, episodes: int = 100, mask: np.ndarray | None = None) -> BestScore:
         """Mean return of ``mask`` (default: the best ever, or before any generation the first
-        individual) over ``episodes`` new episodes shared out over ranks, as an
-        :class:`~pgmpi.evaluation.Evaluation`: a float with its 95% confidence interval.
+        individual) over ``episodes`` new episodes shared out over ranks, as a
+        :class:`~pgmpi.best.BestScore`: a float with its 95% interval, size and ``report()``.
 
         Raises:
             ConfigError: on every rank, if ``episodes`` is not an int >= 1 or ``mask`` is not
@@ -138,7 +141,8 @@ class GARun:
             self.evaluations,
             lambda streams: [self._play(weights, stream)[0] for stream in streams],
         )
-        return Evaluation(returns, label)
+        found = self.best_found.at if label == "best network" else None
+        return BestScore(returns, label, int(mask.sum()), n, found)
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask (and its activity for the signed genome), rate and
@@ -147,6 +151,7 @@ class GARun:
         steps = dict(last_steps=self.last_steps, unit_steps=self.evaluation.steps)
         arrays = dict(self.optimizer.state(), **steps)
         counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)
+        counters |= self.best_found.state()
         return checkpoint.save_agent(path, self, arrays, **counters)
 
     @classmethod
@@ -170,4 +175,5 @@ class GARun:
                 agent.evaluation.steps = arrays["unit_steps"].reshape(agent.evaluation.steps.shape)
             agent.steps = meta["steps"]
             agent.evaluations = meta["evaluations"]
+            agent.best_found.restore(meta, path)
         return agent

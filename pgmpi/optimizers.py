@@ -21,7 +21,7 @@ import numpy as np
 
 from pgmpi import rng
 from pgmpi.config import GAConfig
-from pgmpi.settings import pruning_problem
+from pgmpi.settings import is_real, must, pruning_problem
 
 MUTATION_RATE_RANGE = (0.001, 0.125)  # clip range of the adaptive rate, as in the original
 CHUNK = 1 << 16  # elements per pass of a step: its temporaries stay in the CPU's cache
@@ -152,7 +152,8 @@ class PruningOptimizer:
     P - len(elites) children: a copy of elite j (0 = best), picked with probability
     proportional to len(elites) - j, each of whose connections is then pruned with probability
     ``mutation_rate = clip(sqrt(mean((c_elites - mean(c))**2)) / mean(c), *MUTATION_RATE_RANGE)``
-    (c: connection counts of the population just told; c_elites: of its elites), or, when
+    (c: connection counts of the population just told; c_elites: of its elites; or the
+    fixed ``mutation_rate`` given), or, when
     ``tell`` is given the connections' activity, with the elite's
     :func:`hebbian_prune_probabilities` (whose mean is that rate). Population g is drawn
     from ``rng.stream(seed, rng.GA_SELECTION, g)``, the same numbers either way.
@@ -162,6 +163,8 @@ class PruningOptimizer:
         population_size: P >= 2.
         elite_fraction: share kept as elites, in (0, 1), with ceil(fraction * P) < P.
         prune_rate: pruning probability of generation 0 (0.25 in the original), in [0, 1).
+        mutation_rate: None (the adaptive rate above), or the rate of every later
+            generation, in [0, 1).
         seed: root seed of the run.
 
     Attributes:
@@ -181,12 +184,15 @@ class PruningOptimizer:
         population_size: int,
         elite_fraction: float = GAConfig.elite_fraction,
         prune_rate: float = GAConfig.prune_rate,
+        mutation_rate: float | None = None,
         seed: int = 0,
     ):
         problem = pruning_problem(population_size, elite_fraction, prune_rate, seed)
+        if not (mutation_rate is None or (is_real(mutation_rate) and 0 <= mutation_rate < 1)):
+            problem = must("mutation_rate", mutation_rate, "None or a number in [0, 1)")
         if problem is not None:
             raise ValueError(problem)
-        self.seed = seed
+        self.seed, self.fixed_rate = seed, mutation_rate
         self.n_elites = elite_count(population_size, elite_fraction)
         self.generation = 0
         self.mutation_rate = float(prune_rate)
@@ -203,8 +209,9 @@ class PruningOptimizer:
         view.flags.writeable = False
         return view
 
-    def tell(self, fitness: np.ndarray, activity: np.ndarray | None = None) -> None:
-        """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``.
+    def tell(self, fitness: np.ndarray, activity: np.ndarray | None = None) -> bool:
+        """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``;
+        returns whether one of them became the best ever.
 
         ``activity``: None (prune uniformly), or float64 (P, W) >= 0, each individual's
         Hebbian activity per connection, which makes a child prune its parent's less
@@ -222,7 +229,8 @@ class PruningOptimizer:
         elites = self.population[order]
         sources = order
         elite_activity = None if a is None else a[order]
-        if f[order[0]] > self.best_fitness:
+        improved = bool(f[order[0]] > self.best_fitness)
+        if improved:
             self.best_mask, self.best_fitness = self.population[order[0]].copy(), float(f[order[0]])
             if a is not None:
                 self.best_activity = a[order[0]].copy()
@@ -235,7 +243,8 @@ class PruningOptimizer:
         c = self.population.sum(axis=1, dtype=np.float64)
         spread = np.sqrt(np.mean((elites.sum(axis=1) - c.mean()) ** 2))
         rate = spread / c.mean() if c.mean() > 0 else 0.0
-        self.mutation_rate = float(np.clip(rate, *MUTATION_RATE_RANGE))
+        rate = np.clip(rate, *MUTATION_RATE_RANGE) if self.fixed_rate is None else self.fixed_rate
+        self.mutation_rate = float(rate)
         self.generation += 1
         stream = rng.stream(self.seed, rng.GA_SELECTION, self.generation)
         n = len(elites)
@@ -248,6 +257,7 @@ class PruningOptimizer:
             keep = draws >= probabilities[pick]
         self.population = np.concatenate([elites, elites[pick] & keep])
         self.parents = np.concatenate([sources, sources[pick]])
+        return improved
 
     @property
     def mutated(self) -> np.ndarray:

@@ -8,7 +8,7 @@ import pytest
 
 from pgmpi import ConfigError, ParallelPG, PrunedGA
 from pgmpi.cli import add_run_flags, add_settings, field_docs, settings_given
-from pgmpi.config import PRESETS, ESConfig, GAConfig, PGConfig
+from pgmpi.config import GA_PRESETS, PRESETS, ESConfig, GAConfig, PGConfig
 
 TINY = dict(env="CartPole-v1", hidden_size=4, slots=2, steps_per_slot=1, blas_threads=1)
 
@@ -24,6 +24,30 @@ def test_presets_are_the_defaults_with_some_fields_replaced():
     assert PRESETS["karpathy"].average_half_life == 0 < PGConfig().average_half_life  # live
     assert PRESETS["karpathy"].value_baseline == 0 and PGConfig().value_baseline is None
     assert PRESETS["karpathy"].lr_decay_steps is None and PGConfig().lr_decay_steps  # constant
+
+
+def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_field():
+    # The synaptolytic-learning benchmark on BipedalWalker: github.com/riveSunder/
+    # synaptolytic-learning at commit 89f4dbb, src/mpi_simple.py run with -p 138 -d 8 8 -r 8
+    # and the HebbianDAG agent of src/hebbian_dag.py. Literals, not the defaults: a change of
+    # the defaults must not move the preset.
+    original = {
+        "hidden_sizes": [8, 8],  # -d 8 8
+        "genome": "signed-dag",  # HebbianDAG: signed N(0, 1) weights, a DAG, Hebbian pruning
+        "population_size": 138,  # -p 138
+        "episodes_per_individual": 8,  # -r 8: get_fitness(epds=8) averages 8 episodes
+        "elite_fraction": 0.125,  # update_pop: keep = ceil(0.125 * population_size)
+        "prune_rate": 0.025,  # HebbianDAG.__init__: mutate_pop(rate=0.025)
+        "mutation_rate": 0.01,  # update_pop: hebbian_prune(0.01), every generation
+        "complexity_weight": 0.0,  # get_fitness: the mean return, its penalty commented out
+        "max_episode_steps": 1600,  # BipedalWalker's own time limit
+        "seed": 0,  # mpi_simple.py: HebbianDAG(..., seed=0)
+    }
+    preset = asdict(GA_PRESETS["synaptolytic"])
+    assert set(preset) == set(original)  # a new GAConfig field must be given a value here
+    for name, value in original.items():
+        assert preset[name] == value and type(preset[name]) is type(value), name
+    assert GA_PRESETS["synaptolytic"].check() is None and GA_PRESETS["default"] == GAConfig()
 
 
 def test_every_field_has_a_doc_and_the_defaults_pass_their_own_check():

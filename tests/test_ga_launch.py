@@ -50,7 +50,7 @@ def test_cartpole_example_reaches_500_on_two_ranks(tmp_path):
 @pytest.mark.parametrize("genome", ["ones", "signed-dag"])
 def test_bipedal_walker_example_resumes_exactly_on_another_rank_count(tmp_path, genome):
     small = ["--genome", genome, "--population-size", "6", "--episodes-per-individual", "1"]
-    small += ["--quiet"]
+    small += ["--quiet", "--eval-episodes", "2"]
     small += ["--checkpoint-every", "1", "--hidden-sizes", "8", "8"]
 
     def run(n, folder, *extra):

@@ -175,6 +175,22 @@ def test_children_are_pruned_at_the_mutation_rate():
     assert opt.mutation_rate > 0.01 and abs(lost - opt.mutation_rate) < 0.005
 
 
+def test_a_fixed_mutation_rate_replaces_the_adaptive_one_in_every_generation():
+    opt = PruningOptimizer(2000, population_size=50, prune_rate=0.0, mutation_rate=0.02, seed=0)
+    opt.population = np.arange(2000)[None, :] < np.linspace(2000, 1000, 50).astype(int)[:, None]
+    before = opt.ask().copy()
+    opt.tell(np.arange(50.0)[::-1])  # a spread that would adapt the rate above 0.02
+    children, k = opt.ask()[opt.n_elites :], opt.n_elites
+    lost = 1 - children.sum() / before[opt.parents[k:]].sum()
+    assert opt.mutation_rate == 0.02 and abs(lost - 0.02) < 0.005
+    opt.tell(np.zeros(50))
+    assert opt.mutation_rate == 0.02
+    adaptive = PruningOptimizer(2000, population_size=50, prune_rate=0.0, seed=0)
+    adaptive.population = before.copy()
+    adaptive.tell(np.arange(50.0)[::-1])
+    assert adaptive.mutation_rate > 0.02  # the same population adapts to another rate
+
+
 def test_pruning_optimizer_learns_a_target_mask():
     """Keep the connections of a hidden target, prune the rest: only reachable by pruning."""
     W, target = 200, np.random.default_rng(0).random(200) < 0.3
@@ -206,6 +222,7 @@ def test_same_seed_same_pruning_optimizer_run():
         (dict(population_size=4, elite_fraction=0.9), "small enough to leave a child"),
         (dict(prune_rate=1.0), "prune_rate must be in [0, 1)"),
         (dict(seed=-1), "seed must be an int >= 0"),
+        (dict(mutation_rate=1.0), "mutation_rate must be None or a number in [0, 1)"),
     ],
 )
 def test_pruning_optimizer_rejects_bad_arguments(kwargs, message):
