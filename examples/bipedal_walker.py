@@ -7,7 +7,7 @@
 
 Hidden layers of 8 and 8 tanh units, 138 individuals, 8 episodes each, 200 generations, as
 the synaptolytic-learning benchmark ran; --preset synaptolytic takes every other setting
-from it too (pgmpi.config.GA_PRESETS says which and where each was read): generation 0
+from it too (pgmpi.presets.GA_PRESETS says which and where each was read): generation 0
 pruned at 0.025 and later ones at 0.01, no size penalty. Any flag given replaces the
 preset's value. The population, best network, mutation rate, fitness history and when the
 best network was found are saved to LOG_DIR/checkpoint.npz every --checkpoint-every
@@ -34,7 +34,8 @@ from pgmpi.cli import (
     positive_float,
     positive_int,
 )
-from pgmpi.config import GA_PRESETS, GAConfig
+from pgmpi.config import GAConfig
+from pgmpi.presets import GA_PRESETS
 
 ENV = "BipedalWalker-v3"
 # The synaptolytic-learning benchmark's sizes (population 138, hidden layers 8 and 8), the

@@ -6,7 +6,7 @@
 
 Two hidden layers of 64 tanh units, 128 perturbations a generation in antithetic pairs,
 sigma 0.02, Adam 0.01, weight decay 0.005, observations normalised by running statistics
-(pgmpi.config.ES_PRESETS["paper"] holds the paper's own sizes). Theta, Adam's state and the
+(pgmpi.presets.ES_PRESETS["paper"] holds the paper's own sizes). Theta, Adam's state and the
 statistics are saved to LOG_DIR/checkpoint.npz every --checkpoint-every generations and
 when training stops (Ctrl-C too: at the end of the generation under way); --resume
 continues from that file, with its settings, exactly as an uninterrupted run would, on any

@@ -42,8 +42,8 @@ from pgmpi.cli import (
     positive_float,
     positive_int,
 )
-from pgmpi.config import PRESETS
 from pgmpi.pong import protocol
+from pgmpi.presets import PRESETS
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 The learning rule is the one of Andrej Karpathy's post "Deep Reinforcement Learning: Pong
 from Pixels" (2016): a two-layer policy network, REINFORCE with discounted returns that
 restart at every point (a Pong rally) and are standardised, then a gradient step. Of the
-``PRESETS`` (in :mod:`pgmpi.config`), ``karpathy`` is the post exactly: 10 whole games per
+``PRESETS`` (in :mod:`pgmpi.presets`), ``karpathy`` is the post exactly: 10 whole games per
 update, their gradients summed, RMSProp 1e-4; ``fast``, the defaults, learns faster.
 
 Work split (docs/how-it-is-parallel.md): ``slots`` persistent games, game k played by

@@ -16,12 +16,13 @@ from typing import TypeVar
 import numpy as np
 
 from pgmpi import checkpoint, mpi, pong, rallies, rollout
-from pgmpi.config import PG_BEFORE, PRESETS
+from pgmpi.config import PG_BEFORE
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.games import make_game
 from pgmpi.logger import mean
 from pgmpi.loop import Description
 from pgmpi.networks import TwoLayerPolicy
+from pgmpi.presets import PRESETS
 from pgmpi.settings import at_least, is_bool, must
 
 Agent = TypeVar("Agent", bound="PGRun")

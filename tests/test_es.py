@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, ParallelES, checkpoint
-from pgmpi.config import ES_PRESETS, ESConfig
+from pgmpi.config import ESConfig
 from pgmpi.es import NoiseTable, centred_ranks, es_gradient
+from pgmpi.presets import ES_PRESETS
 
 TINY = dict(env="CartPole-v1", hidden_sizes=[4], population_size=6, noise_table_size=10_000)
 

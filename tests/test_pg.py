@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, NonFiniteError, ParallelPG, rollout
-from pgmpi.config import PRESETS
 from pgmpi.networks import sparse
 from pgmpi.pg import discounted_returns, standardise
+from pgmpi.presets import PRESETS
 
 
 def test_discounted_returns_plain_and_with_pong_reset():
