@@ -14,6 +14,8 @@ figures docs/benchmarks.md and the tutorial show):
 * the PrunedGA figures (``ga_scaling_generations.png``, ``ga_idle.png``, ``ga_scaling.png``,
   ``ga_scaling_run.png``, ``ga_scaling_late.png``), projected from the recordings kept in
   benchmarks/recordings/ (benchmarks/ga_figures.py);
+* ``es_scaling.png``: ParallelES's idle share against ranks, projected from the recording
+  kept in benchmarks/recordings/es_scaling_costs.npz (``benchmarks/es_scaling.py``);
 * ``scaling.png``: the projection in ``RESULTS/scaling.json`` (``benchmarks/scaling.py``);
 * ``oversubscription.png``: agent steps/s per rank with BLAS threads capped and uncapped,
   from ``RESULTS/throughput.json`` (``benchmarks/throughput.py``);
@@ -34,8 +36,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
+import es_scaling  # noqa: E402
 import ga_figures  # noqa: E402
 import scaling  # noqa: E402
 import slots_to_score  # noqa: E402
@@ -157,6 +162,12 @@ def main() -> None:
         )
         made.append(args.out_dir / "slots_to_score.png")
         made += ga_figures.draw_docs(args.out_dir)
+        if es_scaling.KEPT.exists():
+            made.append(
+                es_scaling.plot(dict(np.load(es_scaling.KEPT)), args.out_dir / "es_scaling.png")
+            )
+        else:
+            skipped.append("es_scaling.png: no kept recording (python benchmarks/es_scaling.py)")
 
     for name, draw in (
         ("scaling", lambda r, out: scaling.plot(r["projection"], out)),
