@@ -16,6 +16,8 @@ figures docs/benchmarks.md and the tutorial show):
   benchmarks/recordings/ (benchmarks/ga_figures.py);
 * ``es_scaling.png``: ParallelES's idle share against ranks, projected from the recording
   kept in benchmarks/recordings/es_scaling_costs.npz (``benchmarks/es_scaling.py``);
+* ``es_time_to_score.png``: ParallelES's evaluated snapshots and return curves kept in
+  benchmarks/recordings/es_time_to_score.json (``benchmarks/es_time_to_score.py``);
 * ``scaling.png``: the projection in ``RESULTS/scaling.json`` (``benchmarks/scaling.py``);
 * ``oversubscription.png``: agent steps/s per rank with BLAS threads capped and uncapped,
   from ``RESULTS/throughput.json`` (``benchmarks/throughput.py``);
@@ -41,6 +43,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
 import es_scaling  # noqa: E402
+import es_time_to_score  # noqa: E402
 import ga_figures  # noqa: E402
 import scaling  # noqa: E402
 import slots_to_score  # noqa: E402
@@ -168,6 +171,13 @@ def main() -> None:
             )
         else:
             skipped.append("es_scaling.png: no kept recording (python benchmarks/es_scaling.py)")
+        if es_time_to_score.KEPT.exists():
+            result = json.loads(es_time_to_score.KEPT.read_text())
+            made.append(es_time_to_score.plot(result, args.out_dir / "es_time_to_score.png"))
+        else:
+            skipped.append(
+                "es_time_to_score.png: no kept result (python benchmarks/es_time_to_score.py)"
+            )
 
     for name, draw in (
         ("scaling", lambda r, out: scaling.plot(r["projection"], out)),
