@@ -14,6 +14,10 @@ figures docs/benchmarks.md and the tutorial show):
 * the PrunedGA figures (``ga_scaling_generations.png``, ``ga_idle.png``, ``ga_scaling.png``,
   ``ga_scaling_run.png``, ``ga_scaling_late.png``), projected from the recordings kept in
   benchmarks/recordings/ (benchmarks/ga_figures.py);
+* ``es_scaling.png``: ParallelES's idle share against ranks, projected from the recording
+  kept in benchmarks/recordings/es_scaling_costs.npz (``benchmarks/es_scaling.py``);
+* ``es_time_to_score.png``: ParallelES's evaluated snapshots and return curves kept in
+  benchmarks/recordings/es_time_to_score.json (``benchmarks/es_time_to_score.py``);
 * ``ga_time_to_score.png``: PrunedGA's BipedalWalker runs that ``benchmarks/ga_time_to_score.py
   --docs`` kept in benchmarks/recordings/ga_time_to_score.json;
 * ``seed_sweep.png``: the Pong seeds' curves that ``benchmarks/seed_sweep.py --docs`` kept
@@ -41,8 +45,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
+import es_scaling  # noqa: E402
+import es_time_to_score  # noqa: E402
 import ga_figures  # noqa: E402
 import ga_time_to_score  # noqa: E402
 import scaling  # noqa: E402
@@ -169,6 +177,19 @@ def main() -> None:
         )
         made.append(args.out_dir / "slots_to_score.png")
         made += ga_figures.draw_docs(args.out_dir)
+        if es_scaling.KEPT.exists():
+            made.append(
+                es_scaling.plot(dict(np.load(es_scaling.KEPT)), args.out_dir / "es_scaling.png")
+            )
+        else:
+            skipped.append("es_scaling.png: no kept recording (python benchmarks/es_scaling.py)")
+        if es_time_to_score.KEPT.exists():
+            result = json.loads(es_time_to_score.KEPT.read_text())
+            made.append(es_time_to_score.plot(result, args.out_dir / "es_time_to_score.png"))
+        else:
+            skipped.append(
+                "es_time_to_score.png: no kept result (python benchmarks/es_time_to_score.py)"
+            )
 
         made += seed_sweep.draw_kept(args.out_dir)
         made += ga_time_to_score.draw_kept(args.out_dir)

@@ -4,13 +4,15 @@ Reinforcement Learning" (2017).
 
 Every rank builds the same table of Gaussian noise from the run's seed, so a perturbation is
 an index into it, drawn from a stream keyed on (seed, generation, pair): only each episode's
-return and steps travel, however big the network. A generation is ask (each antithetic
-pair's index), evaluate (its episodes, +eps and -eps, taken from the shared counter by
-whichever rank is free, as PrunedGA's are, seeded from (seed, generation, pair, sign), each
-writing into its own slots of one buffer summed by one Allreduce, :class:`pgmpi.units.Sums`),
-tell (centred ranks, the ES gradient, Adam with weight decay). The observation statistics
-travel in the same buffer, in slots of the episodes that gathered them, so every sum, and
-so every rank's update, is the same bits on any number of ranks.
+return and steps travel, however big the network. A generation reads top-down as the paper's
+loop: ask (each antithetic pair's index), evaluate (its episodes, +eps and -eps, seeded from
+(seed, generation, pair, sign) and shared out over the ranks by :class:`pgmpi.units.Episodes`
+as PrunedGA's are: from the shared counter, each into its own slots of one buffer summed by
+one Allreduce), tell (centred ranks, the ES gradient, Adam with weight decay). The
+observation statistics travel in the same buffer, in slots of the episodes that gathered
+them, so every sum, and so every rank's update, is the same bits on any number of ranks.
+The rest of a run (header, lines, ``evaluate``, ``save``, ``load``) is
+:class:`pgmpi.es_run.ESRun`'s.
 """
 
 from __future__ import annotations
@@ -18,20 +20,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, loop, mpi, rng, rollout, schedule
+from pgmpi import loop, mpi, rng, rollout
 from pgmpi.config import ESConfig
 from pgmpi.envs import Game
-from pgmpi.evaluation import Evaluation, evaluation_returns
-from pgmpi.loop import Description
+from pgmpi.es_run import ESRun
 from pgmpi.networks import MLP
 from pgmpi.optimizers import Adam
 from pgmpi.options import RunOptions
-from pgmpi.settings import configure, first_problem, is_int
-from pgmpi.units import Sums
+from pgmpi.settings import configure
+from pgmpi.units import Episodes
 from pgmpi.version import __version__
 
 
@@ -68,33 +70,42 @@ def es_gradient(table: NoiseTable, indices: np.ndarray, shaped: np.ndarray, sigm
     return g / (shaped.size * sigma)
 
 
-class ParallelES:
+class ParallelES(ESRun):
     """Evolution strategies over MPI ranks; every rank must construct it with the same arguments.
 
     Args:
         env: a gymnasium id or a function returning an env, as :class:`pgmpi.PrunedGA` takes
             (discrete actions: argmax output; a bounded box: tanh, stretched onto it).
         config, settings: an :class:`~pgmpi.config.ESConfig` (default ``ESConfig()``; the
-            paper's is ``ES_PRESETS["paper"]``), and any of its fields by name, replacing it.
+            paper's is ``presets.ES_PRESETS["paper"]``), and any of its fields by name.
         log_dir, blas_threads, quiet, trace, tensorboard, overwrite: as PrunedGA's, kept as
             ``options`` (a :class:`~pgmpi.options.RunOptions`).
 
     Attributes: config (the settings, with ``env``), net (the :class:`~pgmpi.networks.MLP`,
     whose ``params`` are theta), optimizer (:class:`~pgmpi.optimizers.Adam`), noise (the
-    :class:`NoiseTable`), obs_stats (float64: sums of observations, of their squares, count).
+    :class:`NoiseTable`), obs_stats (float64: sums of observations, of their squares, count),
+    evaluation (the :class:`~pgmpi.units.Episodes` that plays each generation; benchmarks
+    read each unit's steps, seconds with ``trace``, and rank from it).
 
     Raises ConfigError on every rank, naming the bad value: an odd population, sigma <= 0, a
     table smaller than a perturbation or than half the node's memory holds for its ranks, an
     env that cannot be made, settings that differ between ranks. Collective.
     """
 
-    algorithm = "ParallelES"
-
-    def __init__(self, *, env: str | Callable = "CartPole-v1", config: ESConfig | None = None,
-                 log_dir: str | Path | None = None, blas_threads: int | None = None,
-                 quiet: bool = False, trace: bool = False, tensorboard: bool = False,
-                 overwrite: bool = False, **settings):  # fmt: skip
-        mpi.init()
+    def __init__(
+        self,
+        *,
+        env: str | Callable = "CartPole-v1",
+        config: ESConfig | None = None,
+        log_dir: str | Path | None = None,
+        blas_threads: int | None = None,
+        quiet: bool = False,
+        trace: bool = False,
+        tensorboard: bool = False,
+        overwrite: bool = False,
+        **settings,
+    ):
+        mpi.init()  # the excepthook and the watchdog, once per process
         options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
         cfg, problem = configure(ESConfig, config, settings, options)
         problem = mpi.launcher_problem() or problem
@@ -111,8 +122,9 @@ class ParallelES:
             self.net = MLP(layers, probe.discrete, rng.stream(cfg.seed, rng.INIT))
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
         self.config = {"env": name} | cfg.as_dict()
-        mpi.agree(dict(self.config, version=__version__, numpy=np.__version__, trace=trace),
-                  problem)  # fmt: skip
+        # trace is agreed too: with it on, the Allreduce carries each unit's seconds
+        settings = dict(self.config, version=__version__, numpy=np.__version__, trace=trace)
+        mpi.agree(settings, problem)
         self.options, self.probe, self._env = options, probe, env
         options.cap_blas_threads()
         self.noise = NoiseTable(cfg.noise_table_size, cfg.seed)
@@ -122,7 +134,8 @@ class ParallelES:
         self.pairs = cfg.population_size // 2
         self.stat_units = math.ceil(cfg.obs_stat_fraction * cfg.population_size - 1e-9)
         self.generation = self.steps = self.evaluations = 0
-        self.counter = mpi.shared_counter()  # collective the first time in a process
+        units, stats = cfg.population_size + cfg.eval_episodes, (self.stat_units, 2 * d + 1)
+        self.evaluation = Episodes(units, stats, trace)  # collective
 
     def normaliser(self) -> tuple[np.ndarray, np.ndarray]:
         """float32 (mean, std, at least 0.1) of the observations seen."""
@@ -147,26 +160,20 @@ class ParallelES:
         act = lambda game: self._action(layers, norm, game.obs, stats)  # noqa: E731
         return rollout.Episode(game, act, stream).finish()[:2]
 
-    def act(self, observation: np.ndarray):
-        """The current network's action for one raw env observation (normalised as in
-        training): an int, or a float vector within the env's bounds. Not collective."""
-        Game._checked(observation, (self.probe.n_inputs,))
-        return self._action(self.net.layers(self.net.params), self.normaliser(), observation)
-
     def step(self) -> dict:
         """One generation: ask, evaluate, tell; the row (see :meth:`pgmpi.loop.Trainable.step`)."""
         t0 = time.perf_counter()
-        g = self.generation
+        g, P = self.generation, self.config["population_size"]
         indices = self.ask(g)
-        sums, play_s, allreduce_s = self.run(indices, g)  # collective: every episode once
-        P = self.config["population_size"]
-        returns, current = sums.returns[:P], sums.returns[P:]
+        sums = self.evaluation.run(partial(self.episode, indices, g))  # collective: each once
         if not np.all(np.isfinite(sums.returns)):
             raise mpi.NonFiniteError(f"generation {g}: non-finite return (nothing was saved)")
+        returns, current = sums.returns[:P], sums.returns[P:]
         grad = self.tell(indices, returns.reshape(-1, 2), sums.stats.sum(axis=0))
         self.steps += int(sums.steps.sum())
         seconds = time.perf_counter() - t0
-        row = {
+        play_s, allreduce_s = self.evaluation.play_s, self.evaluation.allreduce_s
+        return {
             "generation": g, "steps": self.steps,
             "charts/best_fitness": returns.max(), "charts/mean_fitness": returns.mean(),
             "charts/min_fitness": returns.min(),
@@ -180,7 +187,6 @@ class ParallelES:
             "time/generation_s": seconds,
             "_seconds": dict(play_s=play_s, grad_s=0.0, allreduce_s=allreduce_s, total_s=seconds),
         }  # fmt: skip
-        return row
 
     def ask(self, g: int) -> np.ndarray:
         """int64 (pairs,): where each antithetic pair of generation ``g`` starts in the table."""
@@ -188,35 +194,16 @@ class ParallelES:
         streams = (rng.stream(seed, rng.ES_PERTURBATION, g, p) for p in range(self.pairs))
         return np.array([self.noise.index(stream, n) for stream in streams], dtype=np.int64)
 
-    def run(self, indices: np.ndarray, g: int):
-        """Play generation ``g``'s units over the ranks, each once: unit ``2p + s`` is pair p
-        with sign s (0: +, 1: -), units from ``population_size`` on the unperturbed network.
-        Returns (the summed :class:`~pgmpi.units.Sums`, seconds playing, in the Allreduce)."""
-        c, n, me = self.config, mpi.size(), mpi.rank()
-        P, N, d = c["population_size"], self.net.n_params, self.probe.n_inputs
-        U = P + c["eval_episodes"]
-        traced = dict(seconds=(U,)) if self.options.trace else {}
-        sums = Sums(returns=(U,), steps=(U,), ranks=(U,), **traced,
-                    stats=(self.stat_units, 2 * d + 1), busy=(n,))  # fmt: skip
-        sigma, theta = np.float32(c["noise_std"]), self.net.params
-        t0 = time.perf_counter()
-        for u in schedule.self_scheduled(np.ones(U), self.counter):
-            p, s = divmod(u, 2) if u < P else (u - P, 2)
-            eps = self.noise.get(int(indices[p]), N) if s < 2 else 0
-            params = theta + sigma * eps if s == 0 else theta - sigma * eps
-            stats = sums.stats[u] if u < self.stat_units else None
-            t = time.perf_counter()
-            stream = rng.stream(c["seed"], rng.ES_EPISODE, g, p, s)
-            sums.returns[u], sums.steps[u] = self._play(params, stream, stats)
-            sums.ranks[u] = me + 1  # 0: not played
-            if self.options.trace:
-                sums.seconds[u] = time.perf_counter() - t
-        t1 = time.perf_counter()
-        sums.busy[me] = t1 - t0
-        mpi.allreduce_sum_(
-            sums.buffer
-        )  # every unit's results, each from the one rank that played it
-        return sums, t1 - t0, time.perf_counter() - t1
+    def episode(self, indices: np.ndarray, g: int, u: int, stats=None) -> tuple[float, int]:
+        """Return and steps of generation ``g``'s unit ``u``: pair p = u // 2 with sign
+        u % 2 (theta + sigma eps_p, theta - sigma eps_p), or from ``population_size`` on an
+        episode of theta itself; seeded from (seed, g, p, sign), whichever rank plays it."""
+        c, theta = self.config, self.net.params
+        p, s = divmod(u, 2) if u < c["population_size"] else (u - c["population_size"], 2)
+        eps = self.noise.get(int(indices[p]), theta.size) if s < 2 else 0
+        sigma = np.float32(c["noise_std"])
+        params = theta + sigma * eps if s == 0 else theta - sigma * eps
+        return self._play(params, rng.stream(c["seed"], rng.ES_EPISODE, g, p, s), stats)
 
     def tell(self, indices: np.ndarray, returns: np.ndarray, stats: np.ndarray) -> np.ndarray:
         """Update theta from each pair's (return +, return -) (float64 (pairs, 2)) and add
@@ -231,67 +218,25 @@ class ParallelES:
         self.generation += 1
         return grad
 
-    def train(self, *, generations: int | None = None, minutes: float | None = None,
-              target_return: float | None = None, checkpoint_path: str | Path | None = None,
-              checkpoint_every: int = 5, callback: Callable | None = None):  # fmt: skip
+    def train(
+        self,
+        *,
+        generations: int | None = None,
+        minutes: float | None = None,
+        target_return: float | None = None,
+        checkpoint_path: str | Path | None = None,
+        checkpoint_every: int = 5,
+        callback: Callable[[dict], None] | None = None,
+    ) -> ParallelES:
         """Run generations until a limit is reached, as :meth:`pgmpi.PrunedGA.train`; returns
         self. ``target_return``: of the unperturbed network's episodes in a generation (of
-        the perturbed ones, with ``eval_episodes=0``). Collective."""
-        limits = dict(target_return=target_return, checkpoint_path=checkpoint_path,
-                      checkpoint_every=checkpoint_every, callback=callback)  # fmt: skip
-        return loop.train(self, dict(generations=generations), minutes=minutes, **limits)
-
-    def counts(self) -> dict[str, int]:
-        return {"generations": self.generation}
-
-    def reached(self, row: dict | None, target_return: float) -> bool:
-        key = "charts/current_return" if self.config["eval_episodes"] else "charts/mean_fitness"
-        return row is not None and row[key] >= target_return
-
-    def describe(self) -> Description:
-        """For the run header: the network and noise; a step's units are its episodes."""
-        c, P, E = self.config, self.config["population_size"], self.config["eval_episodes"]
-        text = (f"layers {self.net.sizes}, {self.net.n_params} parameters, sigma "
-                f"{c['noise_std']:g}, noise table {c['noise_table_size']:,} (float32)")  # fmt: skip
-        return Description(text, P + E, f"episodes: {P // 2} pairs x 2 + {E} unperturbed",
-                           "population_size")  # fmt: skip
-
-    @staticmethod
-    def line(r: dict) -> str:
-        return (f"gen {r['generation']:5d} | return current {r['charts/current_return']:8.2f} "
-                f"perturbed mean {r['charts/mean_fitness']:8.2f} best "
-                f"{r['charts/best_fitness']:8.2f} | |grad| {r['charts/grad_norm']:8.3f} | steps "
-                f"{r['perf/env_steps']:8d} "
-                f"{r['perf/steps_per_s']:6.0f}/s | {r['time/generation_s']:6.2f} s "
-                f"(wait {r['perf/wait_s']:5.2f} s)")  # fmt: skip
-
-    def evaluate(self, episodes: int = 10) -> Evaluation:
-        """The current network's mean return over ``episodes`` new episodes shared out over
-        ranks, with its 95% confidence interval. Collective."""
-        ok = is_int(episodes) and episodes >= 1
-        problem = first_problem([(ok, "episodes", episodes, "an int >= 1")])
-        mpi.agree(dict(episodes=episodes), problem)
-        self.evaluations += 1
-        play = lambda streams: [self._play(self.net.params, s)[0] for s in streams]  # noqa: E731
-        returns = evaluation_returns(episodes, self.config["seed"], self.evaluations, play)
-        return Evaluation(returns, "current network")
-
-    def save(self, path: str | Path) -> Path:
-        """Write theta, Adam's state and the observation statistics (root only, atomic)."""
-        arrays = dict(self.optimizer.state(), params=self.net.params, obs_stats=self.obs_stats)
-        counters = dict(generation=self.generation, steps=self.steps, evaluations=self.evaluations)
-        return checkpoint.save_agent(path, self, arrays, **counters)
-
-    @classmethod
-    def load(cls, path: str | Path, **overrides) -> ParallelES:
-        """A ParallelES restored from ``path`` on any number of ranks, to train on exactly as
-        it would have; ``overrides``: as :meth:`pgmpi.PrunedGA.load`. Collective."""
-        arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
-        agent = cls(**settings)
-        with checkpoint.complete(path, cls.algorithm):
-            checkpoint.restore_params(path, arrays["params"], agent.net.params)
-            agent.optimizer.set_state(arrays)
-            agent.obs_stats = arrays["obs_stats"].astype(np.float64)
-            agent.generation, agent.steps = meta["generation"], meta["steps"]
-            agent.evaluations = meta["evaluations"]
-        return agent
+        the perturbed ones, with ``eval_episodes=0``). Collective: every rank must call this."""
+        return loop.train(
+            self,
+            dict(generations=generations),
+            minutes=minutes,
+            target_return=target_return,
+            checkpoint_path=checkpoint_path,
+            checkpoint_every=checkpoint_every,
+            callback=callback,
+        )

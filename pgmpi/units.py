@@ -1,4 +1,4 @@
-"""How PrunedGA plays a generation over MPI ranks: units of work, a shared counter, one Allreduce.
+"""How PrunedGA and ParallelES play a generation over ranks: units, a counter, one Allreduce.
 
 A unit is one episode of one individual (138 x 8 = 1,104 in the original's generation), so
 ranks stay busy even at 128 ranks. Each rank takes the next unit, longest predicted first,
@@ -9,6 +9,9 @@ played ahead (:mod:`pgmpi.ahead`). One Allreduce per generation sums a buffer of
 fields (:class:`Sums`) in which each slot has one non-zero contributor (the rank that played
 the unit, or the rank the slot belongs to), so the sum is exact: a seed gives the same
 results, bit for bit, on any number of ranks and under any assignment.
+
+ParallelES plays its generations the same way, through :class:`Episodes`: a unit is one
+episode that the algorithm names by its index alone, and nothing is played ahead.
 """
 
 from __future__ import annotations
@@ -167,3 +170,50 @@ class UnitEvaluation:
     def meanwhile(self, g: int, masks: np.ndarray) -> Callable[[], bool] | None:
         """Work for this rank while it waits for the others at generation g's end."""
         return None
+
+
+class Episodes:
+    """ParallelES's generations played over all ranks: ``count`` units, each one episode,
+    taken from the shared counter by whichever rank is free, results summed by one Allreduce.
+
+    Args:
+        count: units per generation.
+        stats: the shape (k, m) of the observation sums that units 0 to k - 1 gather.
+        trace: whether each unit's seconds travel in the Allreduce (a traced run's).
+
+    Attributes (the last generation's, what benchmarks read after each one, e.g. from
+    ``train``'s callback):
+        sums: the summed :class:`Sums`: float64 ``returns``, ``steps`` and ``ranks`` (the
+            rank that played each unit + 1), (count,); ``stats`` (k, m); ``busy`` (ranks,),
+            each rank's seconds playing; with ``trace``, ``seconds`` (count,), each unit's.
+        play_s, allreduce_s: this rank's seconds playing and in the Allreduce.
+
+    Collective: every rank must construct it, at the same point.
+    """
+
+    def __init__(self, count: int, stats: tuple[int, int], trace: bool):
+        self.count, self.stats, self.trace = count, stats, trace
+        self.sums, self.play_s, self.allreduce_s = None, 0.0, 0.0
+        self.counter = mpi.shared_counter()  # collective the first time in a process
+
+    def run(self, play: Callable[[int, np.ndarray | None], tuple[float, int]]) -> Sums:
+        """Play every unit once, on one rank: ``play(u, stats)`` gives unit u's return and
+        steps, adding its observations' sums to ``stats`` (its row of ``sums.stats``, or
+        None past them). Returns :attr:`sums`, the same on every rank. Collective."""
+        U, me = self.count, mpi.rank()
+        traced = dict(seconds=(U,)) if self.trace else {}
+        sums = Sums(returns=(U,), steps=(U,), ranks=(U,), **traced, stats=self.stats,
+                    busy=(mpi.size(),))  # fmt: skip
+        t0 = time.perf_counter()
+        for u in schedule.self_scheduled(np.ones(U), self.counter):  # any order: equal costs
+            stats = sums.stats[u] if u < len(sums.stats) else None  # the first units' only
+            t = time.perf_counter()
+            sums.returns[u], sums.steps[u] = play(u, stats)
+            sums.ranks[u] = me + 1  # 0: not played
+            if self.trace:
+                sums.seconds[u] = time.perf_counter() - t
+        t1 = time.perf_counter()
+        sums.busy[me] = t1 - t0
+        mpi.allreduce_sum_(sums.buffer)  # every unit's results, each from the rank that played it
+        self.sums, self.play_s, self.allreduce_s = sums, t1 - t0, time.perf_counter() - t1
+        return sums
