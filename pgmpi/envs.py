@@ -184,3 +184,14 @@ class Game:
 
     def close(self) -> None:
         self.env.close()
+
+
+def probe_env(env: str | Callable) -> tuple[Game | None, str | None]:
+    """A :class:`Game` of ``env``, made and closed at once to read its sizes and action box,
+    and None; or, if it cannot be made (any exception is the user's input), None and why."""
+    try:
+        probe = Game(env)
+        probe.close()
+        return probe, None
+    except Exception as e:
+        return None, f"cannot make env {env!r}: {type(e).__name__}: {e}"

@@ -27,7 +27,7 @@ import numpy as np
 
 from pgmpi import loop, mpi, rng, rollout
 from pgmpi.config import ESConfig
-from pgmpi.envs import Game
+from pgmpi.envs import Game, probe_env
 from pgmpi.es_run import ESRun
 from pgmpi.networks import MLP
 from pgmpi.optimizers import Adam
@@ -111,11 +111,7 @@ class ParallelES(ESRun):
         problem = mpi.launcher_problem() or problem
         probe, node = None, mpi.ranks_on_node()  # collective: before any rank can fail
         if problem is None:
-            try:
-                probe = Game(env)
-                probe.close()
-            except Exception as e:  # any failure to make the env is the user's input
-                problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
+            probe, problem = probe_env(env)  # its sizes and action box
         problem = problem or cfg.check(probe, node)  # the noise table: enough, and it fits
         if probe is not None:
             layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)

@@ -36,7 +36,7 @@ from pgmpi import genomes, loop, mpi, rollout
 from pgmpi.ahead import PlayingAhead
 from pgmpi.best import BestFound
 from pgmpi.config import GAConfig
-from pgmpi.envs import Game
+from pgmpi.envs import Game, probe_env
 from pgmpi.ga_run import GARun
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.options import RunOptions
@@ -104,11 +104,7 @@ class PrunedGA(GARun):
         problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
         probe = None
         if problem is None:
-            try:
-                probe = Game(env)  # its sizes and action box; closed at once
-                probe.close()
-            except Exception as e:  # any failure to make the env is the user's input
-                problem = f"cannot make env {env!r}: {type(e).__name__}: {e}"
+            probe, problem = probe_env(env)  # its sizes and action box
         cfg = cfg.resolved(probe, mpi.size())  # genome: the measured choice per action space
         problem = problem or cfg.check(probe)  # memory, before anything big is made
         name = probe.env_id if probe else env if isinstance(env, str) else "custom"
