@@ -60,7 +60,7 @@ def test_the_norm_of_known_and_of_many_numbers():
     assert norm(np.array([3.0, 0.0, 4.0], dtype=np.float32)) == 5.0
     x = np.random.default_rng(1).standard_normal(1_000_001).astype(np.float32)
     exact = math.sqrt(math.fsum(np.square(x, dtype=np.float64).tolist()))
-    assert norm(x) == pytest.approx(exact, rel=1e-14)
+    assert norm(x) == pytest.approx(exact, rel=1e-7)  # squares rounded to float32
 
 
 def _piece(rewards, probs, actions, fit=None):
@@ -121,7 +121,7 @@ def test_the_logged_columns_are_those_of_the_steps_played(monkeypatch):
     for r, (h, won, points), g in zip(rows, played, given, strict=True):
         assert 0 < r[ENTROPY] <= math.log(2) and r[ENTROPY] == pytest.approx(h, rel=1e-5)
         assert r[RALLY_SHARE] == (won / points if points else None)
-        assert r[GRADIENT_NORM] == pytest.approx(g, rel=1e-12) and g > 0
+        assert r[GRADIENT_NORM] == pytest.approx(g, rel=1e-7) and g > 0
     assert sum(p for *_, p in played) > 0  # points were scored, so the share was checked
     # the baseline starts at zero, so its first fit explains nothing, exactly
     assert rows[0][EXPLAINED_VARIANCE] == 0.0
