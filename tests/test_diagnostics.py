@@ -21,6 +21,7 @@ from pgmpi.diagnostics import (
     row,
 )
 from pgmpi.networks import TwoLayerPolicy
+from tests.test_tensorboard import read_scalars
 
 
 def _h(*p):
@@ -129,7 +130,8 @@ def test_the_logged_columns_are_those_of_the_steps_played(monkeypatch):
 
 
 def test_without_a_baseline_the_explained_variance_is_empty(tmp_path):
-    agent = _pong(value_baseline=0.0, log_dir=tmp_path)
+    """In the CSV an empty cell; TensorBoard gets the other three at every update."""
+    agent = _pong(value_baseline=0.0, log_dir=tmp_path, tensorboard=True)
     agent.train(updates=2)
     header, *lines = (tmp_path / "progress.csv").read_text().splitlines()
     names = header.split(",")
@@ -137,3 +139,6 @@ def test_without_a_baseline_the_explained_variance_is_empty(tmp_path):
     at = names.index(EXPLAINED_VARIANCE)
     assert [line.split(",")[at] for line in lines] == ["", ""]
     assert all(float(line.split(",")[names.index(ENTROPY)]) > 0 for line in lines)
+    tags = [tag for tag, _, _ in read_scalars(tmp_path)[1]]
+    assert all(tags.count(c) == 2 for c in (ENTROPY, GRADIENT_NORM)), tags
+    assert EXPLAINED_VARIANCE not in tags
