@@ -6,6 +6,7 @@
     python benchmarks/seed_sweep.py --seeds 0 1 3       # only these (e.g. while others still run)
     python benchmarks/seed_sweep.py --evaluate          # and the median seed's policy, 100 games
     python benchmarks/seed_sweep.py --docs              # and redraw docs/figures/seed_sweep.png
+    python benchmarks/seed_sweep.py --diagnose          # why seeds stall: seed_diagnostics.png
 
 ``--run SEED ...`` trains each seed from scratch: ``mpirun -n RANKS python examples/pong.py
 --preset PRESET --seed SEED --slots SLOTS --updates U --checkpoint-every 10 --log-dir
@@ -27,6 +28,14 @@ median and spread; ``--out PATH`` elsewhere, ``--docs`` to docs/figures/seed_swe
 ``--evaluate`` plays the median seed's final policy (the median by steps to 0, then by final
 100-game mean) over ``--games`` new games as trained (sampled, sticky) on 2 ranks, and keeps
 the result in its log dir as evaluation.json.
+
+``--diagnose`` draws instead, for the runs whose progress.csv has ParallelPG's diagnostics
+columns (:mod:`pgmpi.diagnostics`; runs logged before them are named and left out), one
+panel each of the 100-game mean, the policy's entropy, the baseline's explained variance,
+the gradient norm and the share of points won, against agent steps, a line per seed (each a
+trailing mean over ``--smooth`` updates), in runs/benchmarks/seed_diagnostics.png (``--out``,
+``--docs``: docs/figures/); it prints each seed's means over its last ``--smooth`` updates.
+``--runs-dir DIR`` reads (and ``--run`` trains) runs in DIR instead of runs/sweep.
 """
 
 from __future__ import annotations
@@ -50,6 +59,14 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "sweep"
 FIGURE = "seed_sweep.png"
 KEPT = common.RECORDINGS / "seed_sweep.json"  # what --docs drew last: runs/ is not tracked
+DIAGNOSTICS = "seed_diagnostics.png"
+PANELS = (  # --diagnose: (column, axis label)
+    ("charts/mean_return_100", "100-game mean"),
+    ("diagnostics/entropy", "entropy (nats;\nln 2 = 0.69)"),
+    ("diagnostics/explained_variance", "baseline's\nexplained variance"),
+    ("diagnostics/gradient_norm", "gradient norm"),
+    ("diagnostics/rally_share", "share of\npoints won"),
+)
 LEVELS = (0, 10, 15)
 STEPS_PER_SLOT = 512  # the fast preset's; an update is slots x this many agent steps
 
@@ -99,7 +116,7 @@ def launch(seeds: list[str], args, extra: list[str]) -> None:
     while pending or running:
         while pending and len(running) < args.parallel:
             seed = pending.pop(0)
-            log_dir = RUNS / f"{args.name}-{seed}"
+            log_dir = args.runs_dir / f"{args.name}-{seed}"
             if played(log_dir) >= updates * args.slots * STEPS_PER_SLOT:
                 print(f"seed {seed}: already played the budget in {log_dir}", flush=True)
                 continue
@@ -108,8 +125,8 @@ def launch(seeds: list[str], args, extra: list[str]) -> None:
             train += ["--checkpoint-every", "10", "--log-dir", str(log_dir), *extra]
             train += ["--resume"] if (log_dir / "checkpoint.npz").exists() else []
             command = common.mpirun_command(args.ranks, train)
-            log = RUNS / f"{args.name}-{seed}.log"
-            RUNS.mkdir(parents=True, exist_ok=True)
+            log = args.runs_dir / f"{args.name}-{seed}.log"
+            args.runs_dir.mkdir(parents=True, exist_ok=True)
             with open(log, "a") as out:
                 out.write(f"# {' '.join(command)}\n")
                 out.flush()
@@ -193,6 +210,60 @@ def draw_kept(out_dir: Path) -> list[Path]:
     return [out_dir / FIGURE]
 
 
+def smooth(values: list[float], n: int) -> list[float]:
+    """The trailing mean of the last ``n`` values at each point, empty cells (NaN) left out;
+    NaN where the window holds none."""
+    import numpy as np
+
+    y = np.asarray(values, dtype=float)
+    known = ~np.isnan(y)
+    sums = np.convolve(np.where(known, y, 0.0), np.ones(n))[: len(y)]
+    counts = np.convolve(known.astype(float), np.ones(n))[: len(y)]
+    return list(np.where(counts > 0, sums / np.maximum(counts, 1), np.nan))
+
+
+def diagnosed(run: Path) -> dict[str, list[float]] | None:
+    """The run's steps and its ``PANELS`` columns, as floats (an empty cell is NaN), or None
+    if its progress.csv lacks any of them."""
+    rows = list(csv.DictReader(open(run / "progress.csv")))
+    if not rows or any(column not in rows[0] for column, _ in PANELS):
+        return None
+    columns = ["steps"] + [column for column, _ in PANELS]
+    return {c: [float(r[c]) if r[c] not in ("", None) else math.nan for r in rows] for c in columns}
+
+
+def diagnose(runs: dict[str, dict], n: int, path: Path, title: str) -> None:
+    """One panel per ``PANELS`` column, a line per seed (``runs``: seed -> :func:`diagnosed`),
+    each smoothed over ``n`` updates, against agent steps; prints each seed's last means."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(PANELS), 1, figsize=(9.5, 10), sharex=True)
+    print(f"each seed's mean over its last {n} updates:\n| seed | steps | "
+          + " | ".join(label.replace("\n", " ") for _, label in PANELS) + " |")  # fmt: skip
+    print("|---|---|" + "---|" * len(PANELS))
+    for seed, columns in sorted(runs.items(), key=lambda kv: int(kv[0])):
+        x = [s / 1e6 for s in columns["steps"]]
+        for ax, (column, _) in zip(axes, PANELS, strict=True):
+            ax.plot(x, smooth(columns[column], n), lw=1.1, label=f"seed {seed}")
+        last = [smooth(columns[c], n)[-1] for c, _ in PANELS]
+        print(f"| {seed} | {x[-1]:.2f} M | " + " | ".join(f"{v:.3g}" for v in last) + " |")
+    for ax, (_, label) in zip(axes, PANELS, strict=True):
+        ax.set_ylabel(label, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].axhline(0, c="black", lw=0.8, ls=":")
+    axes[3].set_yscale("log")
+    axes[4].axhline(0.5, c="black", lw=0.8, ls=":")
+    axes[-1].set_xlabel("agent steps (millions)")
+    axes[0].set_title(title + f" (each a trailing mean over {n} updates)", fontsize=10)
+    axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
 def cell(steps, budget: int) -> str:
     return (
         f"{steps / 1e6:.2f} M" if steps is not None else f"not reached within {budget / 1e6:.2f} M"
@@ -213,6 +284,9 @@ def main() -> None:
     p.add_argument("--evaluate", action="store_true", help="play the median seed, --games")
     p.add_argument("--games", type=int, default=100, help="evaluation games (100)")
     p.add_argument("--evaluate-checkpoint", help=argparse.SUPPRESS)
+    p.add_argument("--diagnose", action="store_true", help="draw the diagnostics of each seed")
+    p.add_argument("--smooth", type=int, default=10, help="--diagnose: updates per mean (10)")
+    p.add_argument("--runs-dir", type=Path, default=RUNS, help="runs' folder (runs/sweep)")
     common.add_figure_flags(p, FIGURE)
     args = p.parse_args(argv)
     if args.evaluate_checkpoint:
@@ -223,18 +297,31 @@ def main() -> None:
     budget = math.ceil(args.budget / (args.slots * STEPS_PER_SLOT)) * args.slots * STEPS_PER_SLOT
     launch(args.run, args, extra)
 
-    runs = sorted(RUNS.glob(f"{args.name}-*"), key=lambda d: d.name)
+    runs = sorted(args.runs_dir.glob(f"{args.name}-*"), key=lambda d: d.name)
     runs = [d for d in runs if d.name.rsplit("-", 1)[1].isdigit() and played(d)]
     runs = [d for d in runs if args.seeds is None or d.name.rsplit("-", 1)[1] in args.seeds]
     if not runs:
-        return print(f"no runs {RUNS}/{args.name}-SEED: pass --run SEED ...")
+        return print(f"no runs {args.runs_dir}/{args.name}-SEED: pass --run SEED ...")
+    if args.diagnose:
+        columns = {run.name.rsplit("-", 1)[1]: diagnosed(run) for run in runs}
+        for seed in [s for s, c in columns.items() if c is None]:
+            print(f"seed {seed}: no diagnostics columns in its progress.csv (logged before them)")
+            del columns[seed]
+        if not columns:
+            return
+        figure = common.figure_path(args, DIAGNOSTICS)
+        figure = common.FIGURES / DIAGNOSTICS if figure == common.FIGURES / FIGURE else figure
+        slots = json.loads((runs[0] / "config.json").read_text())["slots"]
+        title = f"Pong, {args.name}, {slots} slots: {len(columns)} seeds"
+        diagnose(columns, args.smooth, figure, title)
+        return print("wrote", figure)
     seeds, curves = {}, {}
     for run in runs:
         seed, rows = run.name.rsplit("-", 1)[1], time_to_score.read(run)
         rows = [r for r in rows if int(r["steps"]) <= budget]
         evaluation = run / "evaluation.json"
         seeds[seed] = {
-            "log_dir": str(run.relative_to(ROOT)),
+            "log_dir": str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run),
             "steps_played": int(rows[-1]["steps"]),
             "reached": {str(k): v for k, v in reached(rows, budget).items()},
             "final_mean100": float(rows[-1]["mean100"]),
@@ -245,7 +332,7 @@ def main() -> None:
     middle = median_seed(seeds)
     if args.evaluate:
         print(f"evaluating seed {middle} over {args.games} new games ...", flush=True)
-        seeds[middle]["evaluation"] = evaluate(RUNS / f"{args.name}-{middle}", args.games)
+        seeds[middle]["evaluation"] = evaluate(args.runs_dir / f"{args.name}-{middle}", args.games)
 
     print(f"{args.name}: {len(seeds)} seeds, budget {budget:,} agent steps\n")
     print(

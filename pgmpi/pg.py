@@ -11,7 +11,8 @@ rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed
 update, k). An update (:meth:`ParallelPG.step`) makes two collectives: one exact Allreduce
 sums every game's gradient, so every rank takes the same optimizer step and parameters stay
 identical, bit for bit on any rank count, never sent; one small allgather then hands every
-rank the scores of the games that ended and every rank's seconds, so all log the same row.
+rank the scores of the games that ended, every rank's seconds and each game's diagnostics
+(:mod:`pgmpi.diagnostics`: entropy, points won, the baseline's fit), so all log the same row.
 (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a small Allreduce of
 the stop signals and time-limit votes, so all stop together; with ``trace``, a gather of
 every rank's seconds; when it saves, the checkpoint's gather of the games in progress.)
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import loop, mpi, rallies, rng, rollout
+from pgmpi import diagnostics, loop, mpi, rallies, rng, rollout
 from pgmpi.config import REFERENCE_SLOTS, PGConfig
 from pgmpi.envs import PONG_ID
 from pgmpi.games import make_games, probe_game
@@ -167,6 +168,7 @@ class ParallelPG(PGRun):
         if c:  # and the value output climbs -c (G - v)^2 / 2: its gradient is c (G - v)
             fit = (c * (returns - values)).astype(np.float32)
             weighted = np.concatenate([weighted, fit[:, None]], axis=1)
+            piece.fit = diagnostics.fit(returns, values)  # for the log: explained variance
         return self.net.gradient(steps.caches, weighted)
 
     def train(
@@ -191,15 +193,10 @@ class ParallelPG(PGRun):
 
         Collective: every rank must call this.
         """
-        return loop.train(
-            self,
-            dict(updates=updates, episodes=episodes),
-            minutes=minutes,
-            target_return=target_return,
-            checkpoint_path=checkpoint_path,
-            checkpoint_every=checkpoint_every,
-            callback=callback,
-        )
+        limits = dict(updates=updates, episodes=episodes)
+        return loop.train(self, limits, minutes=minutes, target_return=target_return,
+                          checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every,
+                          callback=callback)  # fmt: skip
 
     def step(self) -> dict:
         """One update: play, the returns and gradient of every game, their sum over ranks,
@@ -242,24 +239,25 @@ class ParallelPG(PGRun):
             self.average.params += (1 - self._keep) * self.net.params
         mine = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)  # this rank's seconds
         mine.update(total_s=time.perf_counter() - t0, steps=sum(len(p.rewards) for p in pieces))
-        return self._book_keeping(pieces, mine)
+        return self._book_keeping(pieces, mine, grad)
 
-    def _book_keeping(self, pieces: list, mine: dict) -> dict:
+    def _book_keeping(self, pieces: list, mine: dict, grad: np.ndarray) -> dict:
         """The post's "boring book-keeping", from every game finished on any rank, in slot
         order and in order of play within a slot (the same on any rank count): the counters,
         the running reward, the row. Collective: one small allgather, so that every rank
-        logs the same row, with every rank's seconds and steps (``mine``)."""
+        logs the same row, with every rank's seconds and steps (``mine``) and diagnostics."""
         c = self.config
         rate = self.step_size()  # this update's: before the steps below are counted
         finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
-        ranks = mpi.allgather_object((finished, mine))  # collective 2: every rank's, to all
-        played = sorted((g for f, _ in ranks for g in f), key=lambda g: g[0])
+        sums = [diagnostics.game_sums(p) for p in pieces]  # entropy, points, baseline fit
+        ranks = mpi.allgather_object((finished, mine, sums))  # collective 2: every rank's, to all
+        played = sorted((g for f, *_ in ranks for g in f), key=lambda g: g[0])
         games = [g for g in played if g[3]]  # the run's protocol only (deterministic_games)
         for _, ret, _, _ in games:
             rr = self.running_reward
             self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
             self.recent_returns.append(ret)
-        figures = [r for _, r in ranks]
+        figures = [r for _, r, _ in ranks]
         self.update += 1
         self.episodes += len(played)
         self.steps += sum(r["steps"] for r in figures)
@@ -277,6 +275,7 @@ class ParallelPG(PGRun):
             "charts/capped_games": sum(g[2] >= cap for g in games),
             "charts/learning_rate": rate,
             **rank_figures(figures),
+            **diagnostics.row([d for *_, d in ranks], grad),  # exact sums, in any order
             "_seconds": mine,  # the loop's: this rank's, for the trace
         }
         if row["charts/capped_games"]:  # said once by the loop; the CSV counts them

@@ -36,11 +36,14 @@ class Piece:
         rewards: per step, the reward; ends: per step, whether a rally (or episode) ended.
         finished: (score, length, counted) of every game that ended during the piece
             (counted: played under the run's protocol, see ``Game.counted``).
+        fit: ParallelPG's, for its log: the baseline's fit to the returns it learned from
+            (:func:`pgmpi.diagnostics.fit`), or None.
     """
 
     def __init__(self):
         self.caches, self.actions, self.dlogits, self.rewards, self.ends = [], [], [], [], []
         self.finished = []
+        self.fit = None
 
 
 def sample(p: np.ndarray, u: float) -> int:

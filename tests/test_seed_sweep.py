@@ -1,11 +1,13 @@
 """Tier 1: benchmarks/seed_sweep.py's reading of runs: steps to each level within the budget,
-and the median and worst over seeds with a seed that never got there."""
+the median and worst over seeds with a seed that never got there, and the diagnostics'
+columns and their trailing means (--diagnose)."""
 
+import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from seed_sweep import median_and_worst, median_seed, reached  # noqa: E402
+from seed_sweep import diagnosed, median_and_worst, median_seed, reached, smooth  # noqa: E402
 
 
 def rows(*pairs):
@@ -33,3 +35,22 @@ def test_the_median_seed_ranks_by_steps_to_0_then_by_the_final_mean():
     assert median_seed(seeds) == "2"
     seeds["1"]["reached"]["0"] = 1
     assert median_seed(seeds) == "0"
+
+
+def test_the_trailing_mean_leaves_empty_cells_out():
+    assert smooth([1.0, math.nan, 3.0, 5.0, math.nan], 2) == [1.0, 1.0, 3.0, 4.0, 5.0]
+    assert all(math.isnan(v) for v in smooth([math.nan, math.nan], 3))
+
+
+def test_only_runs_with_the_diagnostics_columns_are_diagnosed(tmp_path):
+    head = "steps,charts/mean_return_100,diagnostics/entropy,diagnostics/explained_variance,"
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "progress.csv").write_text(
+        head + "diagnostics/gradient_norm,diagnostics/rally_share\n8192,-20.5,0.6,,0.25,0.1\n"
+    )
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "progress.csv").write_text("steps,charts/mean_return_100\n8192,-20.5\n")
+    columns = diagnosed(tmp_path / "new")
+    assert columns["steps"] == [8192.0] and columns["diagnostics/entropy"] == [0.6]
+    assert math.isnan(columns["diagnostics/explained_variance"][0])  # an empty cell
+    assert diagnosed(tmp_path / "old") is None
