@@ -32,7 +32,6 @@ from pgmpi.es_run import ESRun
 from pgmpi.networks import MLP
 from pgmpi.optimizers import Adam
 from pgmpi.options import RunOptions
-from pgmpi.settings import configure
 from pgmpi.units import Episodes
 from pgmpi.version import __version__
 
@@ -105,10 +104,8 @@ class ParallelES(ESRun):
         overwrite: bool = False,
         **settings,
     ):
-        mpi.init()  # the excepthook and the watchdog, once per process
         options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
-        cfg, problem = configure(ESConfig, config, settings, options)
-        problem = mpi.launcher_problem() or problem
+        cfg, problem = options.start(ESConfig, config, settings)  # MPI's hooks; the checks
         probe, node = None, mpi.ranks_on_node()  # collective: before any rank can fail
         if problem is None:
             probe, problem = probe_env(env)  # its sizes and action box

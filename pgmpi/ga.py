@@ -40,7 +40,6 @@ from pgmpi.envs import Game, probe_env
 from pgmpi.ga_run import GARun
 from pgmpi.optimizers import PruningOptimizer
 from pgmpi.options import RunOptions
-from pgmpi.settings import configure
 from pgmpi.version import __version__
 
 
@@ -98,10 +97,8 @@ class PrunedGA(GARun):
         overwrite: bool = False,
         **settings,
     ):
-        mpi.init()  # the excepthook and the watchdog, once per process
         options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
-        cfg, problem = configure(GAConfig, config, settings, options)
-        problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
+        cfg, problem = options.start(GAConfig, config, settings)  # MPI's hooks; the checks
         probe = None
         if problem is None:
             probe, problem = probe_env(env)  # its sizes and action box

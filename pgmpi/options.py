@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from pgmpi import threads
-from pgmpi.settings import is_bool, is_int, is_path
+from pgmpi import mpi, threads
+from pgmpi.settings import configure, is_bool, is_int, is_path
 
 
 @dataclass
@@ -52,6 +52,16 @@ class RunOptions:
             if getattr(self, name) and self.log_dir is None:
                 return f"{name}=True needs a log_dir to write to"
         return None
+
+    def start(self, cls, config, settings: dict) -> tuple:
+        """An algorithm's constructor begins here, on every rank: MPI's excepthook and
+        watchdog (once per process), then its settings of class ``cls`` (``config``, default
+        ``cls()``, with ``settings`` replaced) and the first problem: a mismatched launch
+        first, then the settings' and these options' (:func:`pgmpi.settings.configure`), or
+        None. Collective."""
+        mpi.init()
+        cfg, problem = configure(cls, config, settings, self)
+        return cfg, mpi.launcher_problem() or problem
 
     def cap_blas_threads(self) -> None:
         """Cap this process's BLAS threads at ``blas_threads`` and keep what

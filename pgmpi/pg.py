@@ -37,7 +37,6 @@ from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.options import RunOptions
 from pgmpi.pg_run import PGRun
-from pgmpi.settings import configure
 from pgmpi.version import __version__
 
 
@@ -101,11 +100,9 @@ class ParallelPG(PGRun):
         overwrite: bool = False,
         **settings,
     ):
-        mpi.init()  # the excepthook and the watchdog, once per process
-        n = mpi.size()
         options = RunOptions(log_dir, blas_threads, quiet, trace, tensorboard, overwrite)
-        cfg, problem = configure(PGConfig, config, settings, options)
-        problem = mpi.launcher_problem() or problem  # a mismatched launch is named first
+        cfg, problem = options.start(PGConfig, config, settings)  # MPI's hooks; the checks
+        n = mpi.size()
         slots_note = "set" if cfg.slots is not None else f"default for {n} ranks"
         probe = None
         if problem is None:  # every rank makes one game at least, to check the env
