@@ -88,10 +88,9 @@ def parse(spec: str) -> tuple[str, str | None, int]:
     return (f"{preset}-seed{seed}" if preset else f"seed{seed}"), preset or None, int(seed)
 
 
-def train(spec: str, args, extra: list[str]) -> None:
-    """Train the run ``spec`` in chunks until ``args.minutes`` of training or
-    ``args.generations``, a snapshot after each chunk (see the module's docstring)."""
-    name, preset, seed = parse(spec)
+def train(name: str, preset: str | None, seed: int, args, extra: list[str]) -> None:
+    """Train the run ``name`` (what :func:`parse` gives) in chunks until ``args.minutes`` of
+    training or ``args.generations``, a snapshot after each (see the module's docstring)."""
     run = args.runs / name
     checkpoint = run / "checkpoint.npz"
     while True:
@@ -104,7 +103,7 @@ def train(spec: str, args, extra: list[str]) -> None:
             return
         target = min(done + args.every, args.generations or done + args.every)
         flags = [WALKER, "--log-dir", str(run), "--generations", str(target)]
-        flags += ["--minutes", f"{max(left, 0.01):.3f}", "--eval-episodes", "1"]
+        flags += ["--minutes", f"{max(left, 1e-4):.4f}", "--eval-episodes", "1"]
         first = ["--seed", str(seed), *(["--preset", preset] if preset else [])]
         flags += ["--resume"] if m else ["--overwrite", *first, *extra]
         print(f"training {name} to generation {target} ({left:.1f} minutes left) ...", flush=True)
@@ -112,11 +111,11 @@ def train(spec: str, args, extra: list[str]) -> None:
         snapshots.log_chunk(run, "start", target)
         with open(run / "train.log", "a") as log:
             command = common.mpirun_command(args.ranks, flags)
-            rc = subprocess.run(
+            proc = subprocess.run(
                 command, stdout=log, stderr=subprocess.STDOUT, timeout=left * 60 + 900
             )
-        if rc.returncode:
-            why = f"the chunk to generation {target} failed (rc {rc.returncode})"
+        if proc.returncode:
+            why = f"the chunk to generation {target} failed (rc {proc.returncode})"
             raise SystemExit(f"{name}: {why}: see {run / 'train.log'}")
         done = meta(checkpoint)["generation"]
         snapshots.log_chunk(run, "end", target)
@@ -171,7 +170,8 @@ def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
     final = None
     if last:  # the last snapshot: always evaluated
         size = {k: evaluated[last][k] for k in ("above_300", "kept", "connections")}
-        minutes = dict(train_minutes=metas[last]["train_seconds"] / 60, wall_minutes=wall.get(last))
+        wall_minutes = max(wall.values(), default=None)  # every chunk's, the last one's included
+        minutes = dict(train_minutes=metas[last]["train_seconds"] / 60, wall_minutes=wall_minutes)
         final = dict(at(last), generations=last, **minutes, **size)
     every = max(1, len(rows) // CURVE_POINTS)
     return dict(
@@ -235,8 +235,7 @@ def plot(result: dict, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    runs = sorted(result["runs"].items(), key=lambda kv: ("-" in kv[0], kv[0]))
-    for k, (name, run) in enumerate(runs):
+    for k, (name, run) in enumerate(result["runs"].items()):  # the seeds, then the presets
         c, episodes = f"C{k}", run["episodes_per_individual"]
         minutes, steps, best = zip(*run["curve"], strict=True) if run["curve"] else ((),) * 3
         training = f"{label(name)}: each generation's best, mean of its {episodes} episodes"
@@ -269,7 +268,13 @@ def draw_kept(out_dir: Path) -> list[Path]:
 def main() -> None:
     argv, extra = common.split_extra(sys.argv[1:])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--run", nargs="*", default=[], metavar="[PRESET:]SEED", help="train these")
+    p.add_argument(
+        "--run",
+        nargs="*",
+        default=[],
+        metavar="[PRESET:]SEED",
+        help="train these runs (flags after -- go to the example's first chunk)",
+    )
     runs = common.ROOT / "runs" / "ga-tts"
     p.add_argument("--runs", type=Path, default=runs, help="the runs' folders (runs/ga-tts)")
     p.add_argument("--minutes", type=float, default=60, help="training minutes per run (60)")
@@ -277,14 +282,15 @@ def main() -> None:
         "--every", type=int, default=2, help="generations a chunk, a snapshot after each (2)"
     )
     p.add_argument("--generations", type=int, help="and at most this many generations")
-    snapshots.add_flags(p, common.RESULTS / "ga_time_to_score.json", "ga_time_to_score_cache.json")
+    kept, cache = common.RESULTS / "ga_time_to_score.json", "ga_time_to_score_cache.json"
+    snapshots.add_flags(p, kept, cache, "ranks per run and per evaluation")
     common.add_figure_flags(p, FIGURE)
     args = p.parse_args(argv)
     if args.evaluate:
         return evaluate_worker(args.evaluate, args.episodes)
 
-    for spec in args.run:
-        train(spec, args, extra)
+    for name, preset, seed in [parse(spec) for spec in args.run]:  # all checked first
+        train(name, preset, seed, args, extra)
     play = snapshots.player(__file__, args)
     evaluations = snapshots.Evaluations(args.cache, play, args.episodes)
     runs = [d for d in args.runs.glob("*") if snapshots.generations(d)]

@@ -144,15 +144,18 @@ def player(script: str, args) -> Callable[[Path], dict]:
     return play
 
 
-def add_flags(p: argparse.ArgumentParser, kept: Path, cache: str) -> None:
+def add_flags(
+    p: argparse.ArgumentParser, kept: Path, cache: str, ranks: str = "ranks per evaluation"
+) -> None:
     """The flags of a benchmark that evaluates snapshots: ``--levels``, ``--episodes``,
     ``--ranks``, ``--coarse``, ``--json`` (default ``kept``), ``--cache`` (default
-    benchmarks/results/``cache``) and the worker's hidden ``--evaluate``."""
+    benchmarks/results/``cache``) and the worker's hidden ``--evaluate``; ``ranks``: what
+    ``--ranks`` counts."""
     p.add_argument(
         "--levels", type=float, nargs="+", default=LEVELS, help="levels of the mean (0 100 200 300)"
     )
     p.add_argument("--episodes", type=int, default=100, help="evaluation episodes (100)")
-    p.add_argument("--ranks", type=int, default=2, help="ranks per evaluation (2)")
+    p.add_argument("--ranks", type=int, default=2, help=f"{ranks} (2)")
     p.add_argument("--coarse", type=int, default=5, help="evaluate every k-th snapshot first (5)")
     where = f"{kept.name} in {kept.parent.name}"
     p.add_argument("--json", type=Path, default=kept, help=f"the result ({where})")

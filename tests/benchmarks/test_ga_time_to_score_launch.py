@@ -1,7 +1,8 @@
 """Tier 3: benchmarks/ga_time_to_score.py end to end on a tiny walker: trained in 2 chunks
 on 2 ranks with mpirun, a snapshot after each, each network evaluated under mpirun, the
 tables and the figure; called again, it trains and plays nothing; with a larger
---generations, it resumes the run for one more chunk."""
+--generations, it resumes the run for one more chunk; a time limit ends a run within a
+chunk."""
 
 import json
 import subprocess
@@ -20,8 +21,8 @@ def test_the_benchmark_trains_in_chunks_evaluates_each_network_once_and_goes_on(
     files += ["--json", str(tmp_path / "result.json"), "--out", str(tmp_path / "figure.png")]
     tiny = ["--", "--population-size", "4", "--episodes-per-individual", "1", "--hidden-sizes", "2"]
 
-    def bench(generations: int) -> str:
-        flags = ["--run", "3", "--every", "1", "--generations", str(generations)]
+    def bench(generations: int, seed: int = 3, *more: str) -> str:
+        flags = ["--run", str(seed), "--every", "1", "--generations", str(generations), *more]
         command = [sys.executable, "benchmarks/ga_time_to_score.py", *flags, "--episodes", "5"]
         proc = subprocess.run(
             [*command, *files, *tiny], cwd=ROOT, capture_output=True, text=True, timeout=300
@@ -53,3 +54,6 @@ def test_the_benchmark_trains_in_chunks_evaluates_each_network_once_and_goes_on(
     assert "training seed3 to generation 3" in out
     assert (run / "snapshots" / "gen_00003.npz").exists()
     assert len((run / "progress.csv").read_text().splitlines()) == 1 + 3
+    # a time limit ends a run at the end of the generation under way, even within a chunk
+    bench(5, 4, "--every", "3", "--minutes", "0.0001")
+    assert [p.name for p in (runs / "seed4" / "snapshots").iterdir()] == ["gen_00001.npz"]
