@@ -18,8 +18,9 @@ figures docs/benchmarks.md and the tutorial show):
   kept in benchmarks/recordings/es_scaling_costs.npz (``benchmarks/es_scaling.py``);
 * ``es_time_to_score.png``: ParallelES's evaluated snapshots and return curves kept in
   benchmarks/recordings/es_time_to_score.json (``benchmarks/es_time_to_score.py``);
-* ``ga_time_to_score.png``: PrunedGA's BipedalWalker runs that ``benchmarks/ga_time_to_score.py
-  --docs`` kept in benchmarks/recordings/ga_time_to_score.json;
+* ``ga_time_to_score.png``: PrunedGA's BipedalWalker runs (each evaluated best network's
+  100-episode mean and the training curve) that ``benchmarks/ga_time_to_score.py --docs``
+  kept in benchmarks/recordings/ga_time_to_score.json;
 * ``seed_sweep.png``: the Pong seeds' curves that ``benchmarks/seed_sweep.py --docs`` kept
   in benchmarks/recordings/seed_sweep.json;
 * ``scaling.png``: the projection in benchmarks/recordings/scaling.json, kept by

@@ -1,205 +1,316 @@
-"""PrunedGA's time to score on BipedalWalker-v3: generations, episodes, env steps, minutes
-and core-hours until the best network's return first reaches each score.
+"""PrunedGA's time to score on BipedalWalker-v3: the first time the best network's mean over
+100 new episodes reaches 0, +100, +200 and +300, per seed, and the preset on the same budget.
 
-    python benchmarks/ga_time_to_score.py --run signed-dag:0 signed-dag:1 ones:0 [--minutes 60]
-    python benchmarks/ga_time_to_score.py          # only read the runs already in runs/ga-tts
-    python benchmarks/ga_time_to_score.py --docs   # and redraw docs/figures/ga_time_to_score.png
+    python benchmarks/ga_time_to_score.py --run 0 1 2 synaptolytic:0   # train, evaluate, table
+    python benchmarks/ga_time_to_score.py          # only evaluate and table the runs in runs/ga-tts
+    python benchmarks/ga_time_to_score.py --docs   # and keep the result for the docs' figure
+    python benchmarks/ga_time_to_score.py --run 3 --minutes 10 -- --population-size 64
 
-``--run GENOME:SEED ...`` trains each from scratch, one after the other, on ``--ranks`` (2)
-ranks: ``mpirun -n 2 python examples/bipedal_walker.py --genome GENOME --seed SEED
---minutes M --generations 100000 --log-dir runs/ga-tts/GENOME-SEED`` (the example's
-settings: hidden 8 8, population 138, 8 episodes per individual, as in the
-synaptolytic-learning benchmark). It then plays the best network ever seen over
-``--episodes`` (100) new episodes and records the mean with its 95% confidence interval.
-Time the runs on an otherwise idle machine.
+``--run [PRESET:]SEED ...`` trains each run from scratch into ``--runs``/NAME (runs/ga-tts;
+NAME ``seedS``, or ``PRESET-seedS`` for ``--preset PRESET``), one after the other, on
+``--ranks`` (2) ranks, for ``--minutes`` (60) of training, in chunks of ``--every`` (2)
+generations: ``mpirun -n 2 python examples/bipedal_walker.py --generations G --minutes LEFT
+--log-dir DIR [--resume]`` (the first chunk with ``--seed S [--preset PRESET]`` and any
+flags after ``--``; each later one resumes the checkpoint exactly). After each chunk it
+copies the checkpoint to DIR/snapshots/gen_NNNNN.npz and notes the chunk's start and end in
+DIR/chunks.log; the example's own output goes to DIR/train.log. A run already there goes on
+where it stopped, and one that has trained ``--minutes`` (or ``--generations``) is left as
+it is. The minutes are training minutes: the generations' seconds that PrunedGA adds up
+(start-up, checkpoints and the 1-episode evaluation at each chunk's end not included); a
+limit stops a run at the end of the generation under way.
 
-Then, for every run in runs/ga-tts, prints the table of the first generation at which the
-best individual's return (its mean over its 8 episodes) reached -50, 0, +100, +200 and
-+300, and the population mean 0, with episodes, env steps, wall minutes and core-hours
-(minutes x ranks / 60), and the final best and population-mean return; writes
-benchmarks/results/ga_time_to_score.json and runs/benchmarks/ga_time_to_score.png (best
-and population-mean return against wall minutes and against env steps; ``--out PATH``
-elsewhere, ``--docs`` to the tracked docs/figures/ga_time_to_score.png, keeping the curves in
-benchmarks/recordings/ga_time_to_score.json, from which ``benchmarks/figures.py --docs``
-redraws it).
+Then, for every run with snapshots in ``--runs``, it plays the best network of chosen
+snapshots over ``--episodes`` (100) new episodes (``PrunedGA.load(snapshot).evaluate(100)``
+under mpirun), coarse then bisecting, each evaluation cached (benchmarks/snapshots.py; the
+same episodes for every snapshot, so snapshots that keep the same best network are played
+once). A level's row is the first evaluated snapshot whose mean reaches it, with the
+generation, env steps, episodes, training minutes and core-hours at which the run found
+that network (its best from then to the snapshot). The final row per run is its last
+snapshot's best network: the mean with its 95% interval, episodes above +300, connections
+kept. Writes ``--json`` (benchmarks/results/ga_time_to_score.json; ``--docs``: also
+benchmarks/recordings/ga_time_to_score.json, which ``benchmarks/figures.py --docs`` draws
+from) and the figure (runs/benchmarks/ga_time_to_score.png; ``--docs``: docs/figures/): each
+evaluated network's mean with its interval and each generation's best training return,
+against training minutes and env steps.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
+import snapshots  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-RUNS = ROOT / "runs" / "ga-tts"
+WALKER = str(common.ROOT / "examples" / "bipedal_walker.py")
 FIGURE = "ga_time_to_score.png"
-KEPT = common.RECORDINGS / "ga_time_to_score.json"  # what --docs drew last (thinned curves)
-THRESHOLDS = (-50, 0, 100, 200, 300)
-MEAN_THRESHOLDS = (0,)  # the population mean (estool's CMA-ES: > 0 after about 15 k episodes)
+KEPT = common.RECORDINGS / "ga_time_to_score.json"  # what --docs kept, for figures.py
+CURVE_POINTS = 400  # each run's training curve kept, thinned to about this many points
+PRESETS = ("synaptolytic",)  # examples/bipedal_walker.py --preset
 
 
-def evaluate(checkpoint: str, episodes: int) -> None:
-    """Under mpirun: the best network over ``episodes`` new episodes, as JSON on rank 0."""
-    from pgmpi import PrunedGA, mpi
-
-    agent = PrunedGA.load(checkpoint, quiet=True)
-    score = agent.evaluate(episodes)
-    if mpi.is_root():
-        out = dict(mean=float(score), ci95=list(score.ci95), episodes=episodes)
-        out["walked"] = int((score.returns > 0).sum())  # episodes with a positive return
-        print(json.dumps(out), flush=True)
+def record(score) -> dict:
+    """What an evaluation keeps beside the mean and interval: episodes above +300, the
+    network's size and when the run found it (a :class:`pgmpi.best.BestScore`'s)."""
+    above = int((score.returns > 300).sum())
+    return dict(above_300=above, kept=score.kept, connections=score.connections, found=score.found)
 
 
-def read(run: Path) -> list[dict]:
-    """One row per generation: the counts, the best and the population-mean return."""
-    settings = json.loads((run / "config.json").read_text())
-    per_generation = settings["population_size"] * settings["episodes_per_individual"]
-    weight = settings["complexity_weight"]
-    rows = []
+def evaluate_worker(snapshot: str, episodes: int) -> None:
+    """Under mpirun: the snapshot's best network over ``episodes`` new episodes, as JSON on
+    rank 0 (:func:`record`'s entries included)."""
+    from pgmpi import PrunedGA
+
+    snapshots.worker(PrunedGA, snapshot, episodes, record)
+
+
+def meta(checkpoint: Path) -> dict:
+    """A checkpoint's metadata (its counters and settings), read without loading it."""
+    with np.load(checkpoint, allow_pickle=False) as data:
+        return json.loads(data["__meta__"].tobytes().decode())
+
+
+def parse(spec: str) -> tuple[str, str | None, int]:
+    """``[PRESET:]SEED`` -> (the run's folder name, the preset or None, the seed)."""
+    preset, _, seed = spec.rpartition(":")
+    if not seed.isdigit() or preset not in ("", *PRESETS):
+        raise SystemExit(f"--run {spec!r}: not [PRESET:]SEED (PRESET one of {PRESETS})")
+    return (f"{preset}-seed{seed}" if preset else f"seed{seed}"), preset or None, int(seed)
+
+
+def train(name: str, preset: str | None, seed: int, args, extra: list[str]) -> None:
+    """Train the run ``name`` (what :func:`parse` gives) in chunks until ``args.minutes`` of
+    training or ``args.generations``, a snapshot after each (see the module's docstring)."""
+    run = args.runs / name
+    checkpoint = run / "checkpoint.npz"
+    while True:
+        m = meta(checkpoint) if checkpoint.exists() else None
+        done, seconds = (m["generation"], m["train_seconds"]) if m else (0, 0.0)
+        if m and not snapshots.snapshot_path(run, done).exists():  # stopped before the copy
+            shutil.copy(checkpoint, snapshots.snapshot_path(run, done))
+        left = args.minutes - seconds / 60
+        if left <= 0 or (args.generations and done >= args.generations):
+            return
+        target = min(done + args.every, args.generations or done + args.every)
+        flags = [WALKER, "--log-dir", str(run), "--generations", str(target)]
+        flags += ["--minutes", f"{max(left, 1e-4):.4f}", "--eval-episodes", "1"]
+        first = ["--seed", str(seed), *(["--preset", preset] if preset else [])]
+        flags += ["--resume"] if m else ["--overwrite", *first, *extra]
+        print(f"training {name} to generation {target} ({left:.1f} minutes left) ...", flush=True)
+        (run / "snapshots").mkdir(parents=True, exist_ok=True)
+        snapshots.log_chunk(run, "start", target)
+        with open(run / "train.log", "a") as log:
+            command = common.mpirun_command(args.ranks, flags)
+            proc = subprocess.run(
+                command, stdout=log, stderr=subprocess.STDOUT, timeout=left * 60 + 900
+            )
+        if proc.returncode:
+            why = f"the chunk to generation {target} failed (rc {proc.returncode})"
+            raise SystemExit(f"{name}: {why}: see {run / 'train.log'}")
+        done = meta(checkpoint)["generation"]
+        snapshots.log_chunk(run, "end", target)
+        shutil.copy(checkpoint, snapshots.snapshot_path(run, done))
+        if done < target:  # the time limit stopped it
+            return
+
+
+def progress(run: Path) -> list[dict]:
+    """One row per generation: generations done, env steps, training minutes so far (the
+    generations' seconds), and the generation's best return (its best individual's mean)."""
+    rows, seconds = [], 0.0
     for r in csv.DictReader(open(run / "progress.csv")):
-        g = int(r["generation"]) + 1  # generations done
-        rows.append({
-            "generations": g, "episodes": g * per_generation, "steps": int(r["steps"]),
-            "minutes": float(r["time/elapsed_s"]) / 60,
-            "best": float(r["charts/best_return"]),
-            # fitness = return - weight x share kept, so the mean return is exact from the means
-            "mean": float(r["charts/mean_fitness"]) + weight * float(r["charts/connections_kept"]),
-        })  # fmt: skip
+        seconds += float(r["time/generation_s"])
+        g, steps, best = int(r["generation"]) + 1, int(r["steps"]), float(r["charts/best_return"])
+        rows.append(dict(generations=g, steps=steps, minutes=seconds / 60, best=best))
     return rows
 
 
-def first_reached(rows: list[dict], ranks: int, key="best", thresholds=THRESHOLDS) -> dict:
-    out = {}
-    for t in thresholds:
-        row = next((r for r in rows if r[key] >= t), None)
-        out[t] = row and dict(
-            {k: row[k] for k in ("generations", "episodes", "steps", "minutes")},
-            core_hours=row["minutes"] * ranks / 60,
+def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
+    """One run's levels, final evaluation, evaluated networks and training curve."""
+    gens = snapshots.generations(run)
+    metas = {g: meta(snapshots.snapshot_path(run, g)) for g in gens}
+    # Snapshots with the same best network and evaluation count play the same episodes
+    # alike: each plays as the first of them.
+    first, same = {}, {}
+    for g in gens:
+        network = metas[g]["best_found"] or g  # None: an older checkpoint, never merged
+        key = json.dumps([network, metas[g]["evaluations"]], sort_keys=True)
+        same[g] = first.setdefault(key, g)
+    path_of = functools.partial(snapshots.snapshot_path, run)
+    found, evaluated = snapshots.first_reaching(gens, lambda g: path_of(same[g]), evaluations, args)
+
+    def at(g: int) -> dict:
+        e, f = evaluated[g], evaluated[g]["found"] or {}
+        counts = {k: f.get(k) for k in ("generation", "steps", "episodes")}
+        timed = f.get("seconds") is not None
+        minutes = f["seconds"] / 60 if timed else None
+        core_hours = f["core_seconds"] / 3600 if timed else None
+        return dict(
+            snapshot=g,
+            **counts,
+            minutes=minutes,
+            core_hours=core_hours,
+            mean=e["mean"],
+            ci95=e["ci95"],
         )
-    return out
+
+    rows, last = progress(run), gens[-1] if gens else None
+    config = json.loads((run / "config.json").read_text())
+    wall = snapshots.chunk_minutes(run) if (run / "chunks.log").exists() else {}
+    final = None
+    if last:  # the last snapshot: always evaluated
+        size = {k: evaluated[last][k] for k in ("above_300", "kept", "connections")}
+        wall_minutes = max(wall.values(), default=None)  # every chunk's, the last one's included
+        minutes = dict(train_minutes=metas[last]["train_seconds"] / 60, wall_minutes=wall_minutes)
+        final = dict(at(last), generations=last, **minutes, **size)
+    every = max(1, len(rows) // CURVE_POINTS)
+    return dict(
+        reached={level: None if g is None else at(g) for level, g in found.items()},
+        final=final,
+        evaluations={str(g): e for g, e in evaluated.items() if same[g] == g},
+        curve=[[r["minutes"], r["steps"], r["best"]] for r in rows[::every] + rows[-1:]],
+        generations=last or 0,
+        episodes_per_individual=config["episodes_per_individual"],
+    )
+
+
+def table(result: dict) -> str:
+    """Markdown: per run and level, when the run found the first evaluated network whose
+    mean reaches the level."""
+    columns = [
+        ("found in generation", snapshots.cell("generation", "d")),
+        ("env steps", snapshots.cell("steps", ",")),
+        ("episodes", snapshots.cell("episodes", ",")),
+        ("training minutes", snapshots.cell("minutes", ".1f")),
+        ("core-hours", snapshots.cell("core_hours", ".2f")),
+        ("snapshot (generations)", snapshots.cell("snapshot", "d")),
+    ]
+    return snapshots.table(result, columns)
+
+
+def final_table(result: dict) -> str:
+    """Markdown: per run, its last snapshot's best network over the evaluation episodes."""
+    lines = [
+        "| run | trained: generations, training minutes (wall minutes as run) | best network: "
+        f"mean of {result['episodes']} new episodes [95% interval] | episodes above +300 | "
+        "connections kept | found in generation |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, run in result["runs"].items():
+        f = run["final"]
+        if f:
+            wall = "-" if f["wall_minutes"] is None else f"{f['wall_minutes']:.1f}"
+            lines.append(
+                f"| {name} | {f['generations']}, {f['train_minutes']:.1f} ({wall}) | "
+                f"{snapshots.interval(f)} | {f['above_300']} | {f['kept']:,} of "
+                f"{f['connections']:,} | {snapshots.cell('generation', 'd')(f)} |"
+            )
+    return "\n".join(lines)
 
 
 def label(name: str) -> str:
-    """A run's folder name (GENOME-SEED) in words, for a legend."""
-    genome, _, seed = name.rpartition("-")
-    return f"seed {seed}, {genome} genome"
+    """A run's folder name (``seed0``, ``synaptolytic-seed0``) in words, for a legend."""
+    preset, _, seed = name.rpartition("-")
+    seed = seed.removeprefix("seed")
+    return f"{preset} preset, seed {seed}" if preset else f"seed {seed}"
 
 
-def plot(curves: dict[str, list[dict]], path: Path, ranks: int) -> None:
+def plot(result: dict, path: Path) -> Path:
+    """Each run's evaluated networks (mean over the evaluation episodes, 95% interval, at
+    the time the run found each) and each generation's best training return, against
+    training minutes and env steps."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    for k, (name, rows) in enumerate(sorted(curves.items())):
-        c = f"C{k}"
-        for key, style, what in (("best", "-", "best"), ("mean", ":", "population mean")):
-            y = [r[key] for r in rows]
-            a.plot([r["minutes"] for r in rows], y, style, c=c, label=f"{label(name)}: {what}")
-            b.plot([r["steps"] / 1e6 for r in rows], y, style, c=c)
-    a.set(xlabel=f"wall minutes on {ranks} ranks", ylabel="return (mean of 8 episodes)")
-    b.set(xlabel="env steps (millions)")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for k, (name, run) in enumerate(result["runs"].items()):  # the seeds, then the presets
+        c, episodes = f"C{k}", run["episodes_per_individual"]
+        minutes, steps, best = zip(*run["curve"], strict=True) if run["curve"] else ((),) * 3
+        training = f"{label(name)}: each generation's best, mean of its {episodes} episodes"
+        a.plot(minutes, best, c=c, lw=0.7, alpha=0.45, label=training)
+        b.plot([s / 1e6 for s in steps], best, c=c, lw=0.7, alpha=0.45)
+        ev = [e for e in run["evaluations"].values() if e["found"]]
+        ev.sort(key=lambda e: e["found"]["steps"])
+        scored = f"{label(name)}: best network, mean of {result['episodes']} new episodes"
+        if all(e["found"]["seconds"] is not None for e in ev):
+            snapshots.draw(a, ev, lambda e: e["found"]["seconds"] / 60, scored, c=c)
+        snapshots.draw(b, ev, lambda e: e["found"]["steps"] / 1e6, None, c=c)
     for ax in (a, b):
-        ax.axhline(0, c="grey", lw=0.8)
+        for level in result["levels"]:
+            ax.axhline(level, c="grey", lw=0.6, ls=":")
         ax.grid(alpha=0.3)
-    fig.legend(loc="lower center", ncol=2, fontsize=8, frameon=False)
-    fig.suptitle("PrunedGA on BipedalWalker-v3 (population 138, 8 episodes each)")
-    common.save_figure(fig, path, rect=(0, 0.12, 1, 1))
+    a.set(xlabel=f"training minutes on {result['ranks']} ranks", ylabel="return")
+    b.set(xlabel="env steps (millions)")
+    fig.suptitle("PrunedGA on BipedalWalker-v3: the best network, when the run found it")
+    fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=8, frameon=False)
+    return common.save_figure(fig, path)
 
 
 def draw_kept(out_dir: Path) -> list[Path]:
-    """``ga_time_to_score.png`` in ``out_dir`` from the curves ``--docs`` kept, if any."""
+    """``ga_time_to_score.png`` in ``out_dir`` from the result ``--docs`` kept, if any."""
     if not KEPT.exists():
         return []
-    kept = json.loads(KEPT.read_text())
-    plot(kept["curves"], out_dir / FIGURE, kept["ranks"])
-    return [out_dir / FIGURE]
+    return [plot(json.loads(KEPT.read_text()), out_dir / FIGURE)]
 
 
 def main() -> None:
+    argv, extra = common.split_extra(sys.argv[1:])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--run", nargs="*", default=[], metavar="GENOME:SEED", help="train these")
-    p.add_argument("--minutes", type=float, default=60, help="limit per run (60)")
-    p.add_argument("--ranks", type=int, default=2, help="ranks per run (2)")
-    p.add_argument("--episodes", type=int, default=100, help="evaluation episodes (100)")
-    p.add_argument("--evaluate", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--run",
+        nargs="*",
+        default=[],
+        metavar="[PRESET:]SEED",
+        help="train these runs (flags after -- go to the example's first chunk)",
+    )
+    runs = common.ROOT / "runs" / "ga-tts"
+    p.add_argument("--runs", type=Path, default=runs, help="the runs' folders (runs/ga-tts)")
+    p.add_argument("--minutes", type=float, default=60, help="training minutes per run (60)")
+    p.add_argument(
+        "--every", type=int, default=2, help="generations a chunk, a snapshot after each (2)"
+    )
+    p.add_argument("--generations", type=int, help="and at most this many generations")
+    kept, cache = common.RESULTS / "ga_time_to_score.json", "ga_time_to_score_cache.json"
+    snapshots.add_flags(p, kept, cache, "ranks per run and per evaluation")
     common.add_figure_flags(p, FIGURE)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.evaluate:
-        return evaluate(args.evaluate, args.episodes)
+        return evaluate_worker(args.evaluate, args.episodes)
 
-    for spec in args.run:
-        genome, seed = spec.split(":")
-        log_dir = RUNS / f"{genome}-{seed}"
-        walker = [str(ROOT / "examples" / "bipedal_walker.py"), "--genome", genome]
-        limits = ["--seed", seed, "--minutes", str(args.minutes), "--generations", "100000"]
-        print(f"training {spec} ...", flush=True)
-        out = common.mpirun(
-            args.ranks,
-            [*walker, *limits, "--log-dir", str(log_dir)],
-            timeout=args.minutes * 60 + 900,
-        )
-        (log_dir / "train.log").write_text(out)
-        print(f"evaluating {spec} ...", flush=True)
-        flags = [__file__, "--evaluate", str(log_dir / "checkpoint.npz")]
-        score = common.mpirun(args.ranks, [*flags, "--episodes", str(args.episodes)], timeout=3600)
-        (log_dir / "evaluation.json").write_text(score.strip().splitlines()[-1] + "\n")
-
-    runs = sorted(d for d in RUNS.glob("*") if (d / "progress.csv").exists())
-    result, curves = {"machine": common.machine(), "ranks": args.ranks, "runs": {}}, {}
-    head = "| run | " + " | ".join(f"best to {t:+d}" for t in THRESHOLDS)
-    head += "".join(f" | population mean to {t:+d}" for t in MEAN_THRESHOLDS)
-    head += " | at the end: generations, minutes, best / population mean"
-    head += " | best network, 100 new episodes |"
-    print(head + "\n|" + "---|" * (len(THRESHOLDS) + len(MEAN_THRESHOLDS) + 3))
-    for run in runs:
-        curves[run.name] = rows = read(run)
-        reached = first_reached(rows, args.ranks)
-        mean_reached = first_reached(rows, args.ranks, "mean", MEAN_THRESHOLDS)
-        path = run / "evaluation.json"
-        evaluation = json.loads(path.read_text()) if path.exists() else None
-        result["runs"][run.name] = {
-            "reached": reached, "mean_reached": mean_reached, "final": rows[-1],
-            "evaluation": evaluation,
-        }  # fmt: skip
-        cells = [
-            f"gen {r['generations']}, {r['episodes']:,} ep, {r['steps'] / 1e6:.1f} M steps, "
-            f"{r['minutes']:.0f} min, {r['core_hours']:.2f} ch"
-            if r
-            else "not reached"
-            for r in [*reached.values(), *mean_reached.values()]
-        ]
-        last = rows[-1]
-        cells.append(
-            f"{last['generations']}, {last['minutes']:.0f} min, {last['best']:+.1f} / "
-            f"{last['mean']:+.1f}"
-        )
-        cells.append(
-            "{mean:+.1f} [{0:+.1f}, {1:+.1f}], {walked} with a positive return".format(
-                *evaluation["ci95"], mean=evaluation["mean"], walked=evaluation["walked"]
-            )
-            if evaluation
-            else "-"
-        )
-        print(f"| {run.name} | " + " | ".join(cells) + " |")
-    if curves:
-        figure = common.figure_path(args, FIGURE)
-        plot(curves, figure, args.ranks)
-        if args.docs:  # runs/ is not tracked: keep what the docs' figure is drawn from
-            thinned = {
-                n: rows[:: max(1, len(rows) // 400)] + rows[-1:] for n, rows in curves.items()
-            }
-            KEPT.write_text(json.dumps({"ranks": args.ranks, "curves": thinned}) + "\n")
-        print("wrote", common.write("ga_time_to_score", result), "and", figure)
-    else:
-        print(f"no runs in {RUNS}: pass --run GENOME:SEED")
+    for name, preset, seed in [parse(spec) for spec in args.run]:  # all checked first
+        train(name, preset, seed, args, extra)
+    play = snapshots.player(__file__, args)
+    evaluations = snapshots.Evaluations(args.cache, play, args.episodes)
+    runs = [d for d in args.runs.glob("*") if snapshots.generations(d)]
+    runs.sort(key=lambda d: ("-" in d.name, d.name))  # the seeds, then the presets
+    if not runs:
+        raise SystemExit(f"no runs with snapshots in {args.runs}: pass --run [PRESET:]SEED")
+    result = dict(
+        machine=common.machine(),
+        ranks=args.ranks,
+        episodes=args.episodes,
+        levels=args.levels,
+        runs={d.name: time_to_score(d, evaluations, args) for d in runs},
+    )
+    print(table(result), final_table(result), sep="\n\n")
+    print(f"{evaluations.new} new evaluation(s), {len(evaluations.known)} in {args.cache}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1) + "\n")
+    if args.docs:  # runs/ is not tracked: keep what the docs' figure is drawn from
+        KEPT.write_text(json.dumps(result, indent=1) + "\n")
+    print("wrote", args.json, "and", plot(result, common.figure_path(args, FIGURE)))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ import json
 import shutil
 
 import pytest
-from es_time_to_score import Evaluations, chunk_minutes, search, table, time_to_score
+from es_time_to_score import table, time_to_score
+from snapshots import Evaluations, chunk_minutes, search
 
 from pgmpi import ParallelES
 

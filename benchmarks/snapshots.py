@@ -1,0 +1,212 @@
+"""A run's snapshots evaluated over new episodes: the first snapshot whose mean reaches each
+level, found with few evaluations. Shared by es_time_to_score.py and ga_time_to_score.py.
+
+A run made in chunks (each resuming the checkpoint for a few more generations) keeps a copy
+of its checkpoint after each chunk: ``RUN/snapshots/gen_NNNNN.npz``, NNNNN the generations
+done, and notes when each chunk started and ended in ``RUN/chunks.log`` (:func:`log_chunk`,
+:func:`chunk_minutes`). Playing a snapshot's network over 100 new episodes takes seconds to
+minutes, so :func:`search` plays every ``coarse``-th snapshot and the last, then bisects between the
+last one below a level and the first at or above it; :class:`Evaluations` keeps each
+evaluation in a JSON cache as it ends, so none is played twice, whatever is interrupted.
+:func:`worker` is what plays one under mpirun (a benchmark's hidden ``--evaluate`` flag),
+:func:`player` what starts it; :func:`table` writes the rows, per run and level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import common
+
+LEVELS = (0, 100, 200, 300)
+
+
+def generations(run: Path) -> list[int]:
+    """The generations of a run's snapshots, in order."""
+    return sorted(int(p.stem.removeprefix("gen_")) for p in (run / "snapshots").glob("gen_*.npz"))
+
+
+def snapshot_path(run: Path, generation: int) -> Path:
+    return run / "snapshots" / f"gen_{generation:05d}.npz"
+
+
+def log_chunk(run: Path, what: str, generation: int) -> None:
+    """Add ``<unix time> start gen G`` or ``... end gen G`` (``what``) to RUN/chunks.log: a
+    chunk that runs or ran up to G generations."""
+    with open(run / "chunks.log", "a") as f:
+        f.write(f"{time.time():.3f} {what} gen {generation}\n")
+
+
+def chunk_minutes(run: Path) -> dict[int, float]:
+    """{G: wall minutes as run up to the end of the chunk that ended at G generations}: the
+    sum of every finished chunk's duration so far, each from its last ``start gen G`` line
+    to its ``end gen G`` line (a chunk that failed and was run again counts once)."""
+    started, total, out = {}, 0.0, {}
+    for line in (run / "chunks.log").read_text().splitlines():
+        words = line.split()
+        if len(words) == 4 and words[1:3] in (["start", "gen"], ["end", "gen"]):
+            t, what, g = float(words[0]), words[1], int(words[3])
+            if what == "start":
+                started[g] = t
+            elif g in started:
+                total += t - started.pop(g)
+                out[g] = total / 60
+    return out
+
+
+def search(gens: list[int], score: Callable[[int], float], levels, coarse: int) -> dict:
+    """{level: the first generation among ``gens`` whose evaluated ``score`` reaches the
+    level, or None}: ``score`` is called on every ``coarse``-th generation and the last, then
+    by bisection between the last coarse one below each level and the first at or above it
+    (``score`` should be cached: the bisections of several levels meet). The scores are
+    noisy, not monotone: a snapshot the bisection skips may reach a level earlier."""
+    if not gens:
+        return {level: None for level in levels}
+    seen = {}
+    for i in sorted({*range(0, len(gens), coarse), len(gens) - 1}):
+        seen[i] = score(gens[i])
+    for level in levels:
+        above = [i for i in sorted(seen) if seen[i] >= level]
+        if not above:
+            continue
+        hi = above[0]
+        lo = max((i for i in seen if i < hi), default=-1)  # below the level: seen[lo] < level
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            seen[mid] = score(gens[mid])
+            lo, hi = (lo, mid) if seen[mid] >= level else (mid, hi)
+    return {
+        level: next((gens[i] for i in sorted(seen) if seen[i] >= level), None) for level in levels
+    }
+
+
+def first_reaching(gens: list[int], path_of, evaluations, args) -> tuple[dict, dict]:
+    """({level as ``f"{level:g}"``: the first of ``gens`` to reach it, or None}, {generation:
+    its evaluation, for every one of ``gens`` whose snapshot ``path_of(generation)`` has
+    been evaluated}): :func:`search` with ``args.levels`` and ``args.coarse``, each
+    snapshot evaluated by ``evaluations`` (an :class:`Evaluations`)."""
+    found = search(gens, lambda g: evaluations(path_of(g))["mean"], args.levels, args.coarse)
+    evaluated = {g: evaluations(path) for g in gens if evaluations.has(path := path_of(g))}
+    return {f"{level:g}": g for level, g in found.items()}, evaluated
+
+
+class Evaluations:
+    """The cache of evaluations, {snapshot's absolute path: {mean, ci95, episodes, ...}}, read
+    from and written to ``path`` after every new one; ``play(path)`` evaluates one."""
+
+    def __init__(self, path: Path, play: Callable[[Path], dict], episodes: int):
+        self.path, self.play, self.episodes, self.new = path, play, episodes, 0
+        self.known = json.loads(path.read_text()) if path.exists() else {}
+
+    def key(self, snapshot: Path) -> str:
+        return f"{snapshot.resolve()}:{self.episodes}"
+
+    def has(self, snapshot: Path) -> bool:
+        return self.key(snapshot) in self.known
+
+    def __call__(self, snapshot: Path) -> dict:
+        key = self.key(snapshot)
+        if key not in self.known:
+            print(f"evaluating {snapshot} ...", flush=True)
+            self.known[key] = self.play(snapshot)
+            self.new += 1
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.known, indent=1) + "\n")
+            tmp.replace(self.path)  # whole, even if interrupted
+        return self.known[key]
+
+
+def worker(agent_class, snapshot: str, episodes: int, more=None) -> None:
+    """Under mpirun: ``agent_class.load(snapshot).evaluate(episodes)``, printed by rank 0
+    as one JSON line: mean, ci95, episodes, and ``more(score)``'s entries if given.
+    Collective: every rank must call this."""
+    from pgmpi import mpi
+
+    score = agent_class.load(snapshot, quiet=True).evaluate(episodes)
+    if mpi.is_root():
+        out = dict(mean=float(score), ci95=list(score.ci95), episodes=episodes)
+        print(json.dumps(out | (more(score) if more else {})), flush=True)
+
+
+def player(script: str, args) -> Callable[[Path], dict]:
+    """``play(snapshot)``: ``script --evaluate SNAPSHOT --episodes E`` on ``args.ranks``
+    ranks, its JSON line read back."""
+
+    def play(snapshot: Path) -> dict:
+        flags = [script, "--evaluate", str(snapshot), "--episodes", str(args.episodes)]
+        return common.last_json(common.mpirun(args.ranks, flags, timeout=3600))
+
+    return play
+
+
+def add_flags(
+    p: argparse.ArgumentParser, kept: Path, cache: str, ranks: str = "ranks per evaluation"
+) -> None:
+    """The flags of a benchmark that evaluates snapshots: ``--levels``, ``--episodes``,
+    ``--ranks``, ``--coarse``, ``--json`` (default ``kept``), ``--cache`` (default
+    benchmarks/results/``cache``) and the worker's hidden ``--evaluate``; ``ranks``: what
+    ``--ranks`` counts."""
+    p.add_argument(
+        "--levels", type=float, nargs="+", default=LEVELS, help="levels of the mean (0 100 200 300)"
+    )
+    p.add_argument("--episodes", type=int, default=100, help="evaluation episodes (100)")
+    p.add_argument("--ranks", type=int, default=2, help=f"{ranks} (2)")
+    p.add_argument("--coarse", type=int, default=5, help="evaluate every k-th snapshot first (5)")
+    where = f"{kept.name} in {kept.parent.name}"
+    p.add_argument("--json", type=Path, default=kept, help=f"the result ({where})")
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=common.RESULTS / cache,
+        help="evaluations kept between calls (benchmarks/results/...)",
+    )
+    p.add_argument("--evaluate", help=argparse.SUPPRESS)  # the worker's snapshot
+
+
+def cell(key: str, form: str) -> Callable[[dict], str]:
+    """A table cell: ``row[key]`` in ``format``'s ``form``, or ``-`` where it is None."""
+    return lambda r: "-" if r[key] is None else format(r[key], form)
+
+
+def interval(r: dict) -> str:
+    """``+229.1 [+217.1, +241.0]``: an evaluation's mean and 95% interval."""
+    return f"{r['mean']:+.1f} [{r['ci95'][0]:+.1f}, {r['ci95'][1]:+.1f}]"
+
+
+def table(result: dict, columns: list[tuple[str, Callable[[dict], str]]]) -> str:
+    """Markdown: per run of ``result["runs"]`` and level of its ``reached``, the snapshot
+    that first reached it, one cell per ``(header, cell(row))`` of ``columns``, then its
+    mean over ``result["episodes"]`` episodes with the 95% interval."""
+    mean = f"mean of {result['episodes']} episodes [95% interval]"
+    lines = [
+        "| run | level | " + " | ".join([*(h for h, _ in columns), mean]) + " |",
+        "|---|---|" + "---|" * (len(columns) + 1),
+    ]
+    for name, run in result["runs"].items():
+        for level, r in run["reached"].items():
+            start = f"| {name} | {float(level):+g} |"
+            if not r:
+                text = f" not reached in {run['generations']} generations |"
+                lines.append(start + text + " |" * len(columns))
+                continue
+            cells = "".join(f" {cell(r)} |" for _, cell in columns)
+            lines.append(f"{start}{cells} {interval(r)} |")
+    return "\n".join(lines)
+
+
+def draw(ax, evaluations: list[dict], x: Callable[[dict], float], label: str, **style) -> None:
+    """Evaluations as points with their 95% intervals, at ``x(evaluation)``."""
+    if not evaluations:
+        return
+    ms = [e["mean"] for e in evaluations]
+    err = [
+        [m - e["ci95"][0] for m, e in zip(ms, evaluations, strict=True)],
+        [e["ci95"][1] - m for m, e in zip(ms, evaluations, strict=True)],
+    ]
+    xs = [x(e) for e in evaluations]
+    ax.errorbar(xs, ms, yerr=err, fmt="o", ms=4, capsize=2, label=label, **style)

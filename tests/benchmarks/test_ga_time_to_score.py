@@ -1,0 +1,84 @@
+"""Tier 1: benchmarks/ga_time_to_score.py on a tiny real PrunedGA run made as its driver
+makes them (chunks resumed in one log dir, a snapshot after each), evaluated in this
+process by the benchmark's own worker."""
+
+import argparse
+import json
+import shutil
+
+import pytest
+from ga_time_to_score import (
+    final_table,
+    label,
+    meta,
+    parse,
+    plot,
+    record,
+    table,
+    time_to_score,
+)
+from snapshots import Evaluations, log_chunk, snapshot_path, worker
+
+from pgmpi import PrunedGA
+
+TINY = dict(env="CartPole-v1", hidden_sizes=[3], population_size=6, episodes_per_individual=2)
+
+
+def _run(folder, seed, chunks):
+    """A run as ``train`` makes one: each chunk resumes the checkpoint to G generations."""
+    (folder / "snapshots").mkdir(parents=True)
+    for g in chunks:
+        log_chunk(folder, "start", g)
+        path = folder / "checkpoint.npz"
+        run = dict(log_dir=folder, quiet=True)
+        ga = PrunedGA.load(path, **run) if path.exists() else PrunedGA(**TINY, seed=seed, **run)
+        ga.train(generations=g, checkpoint_path=path)
+        log_chunk(folder, "end", g)
+        shutil.copy(path, snapshot_path(folder, g))
+    return folder
+
+
+def test_a_tiny_run_is_evaluated_once_per_network_and_tabled(tmp_path, capsys):
+    run = _run(tmp_path / "seed2", seed=2, chunks=range(1, 9))
+    played = []
+
+    def play(snapshot):
+        played.append(snapshot.name)
+        capsys.readouterr()
+        worker(PrunedGA, str(snapshot), 5, record)  # as under mpirun, on 1 rank
+        return json.loads(capsys.readouterr().out.splitlines()[-1])
+
+    args = argparse.Namespace(levels=[-1e9, 1e9], coarse=1, episodes=5)
+    cache = tmp_path / "cache.json"
+    out = time_to_score(run, Evaluations(cache, play, 5), args)
+    found = [meta(snapshot_path(run, g))["best_found"] for g in range(1, 9)]
+    networks = {json.dumps(f, sort_keys=True) for f in found}
+    assert len(played) == len(networks) == len(out["evaluations"])  # each network once
+    assert len(networks) < 8, "no stall in this run: pick a seed where the best stays"
+    first = out["reached"]["-1e+09"]
+    assert first["snapshot"] == 1 and first["generation"] == 0  # found in generation 0
+    assert first["steps"] == found[0]["steps"] and first["episodes"] == 12
+    assert first["minutes"] == pytest.approx(found[0]["seconds"] / 60)
+    assert out["reached"]["1e+09"] is None and out["generations"] == 8
+    final = out["final"]
+    assert final["generations"] == 8 and final["generation"] == found[-1]["generation"]
+    assert final["kept"] <= final["connections"] and 0 <= final["above_300"] <= 5
+    assert final["wall_minutes"] is not None and len(out["curve"]) == 9  # 8 rows and the last
+    # again, from the cache: nothing played twice, the same result
+    again = Evaluations(cache, play, 5)
+    assert time_to_score(run, again, args) == out and again.new == 0
+    result = dict(episodes=5, ranks=1, levels=args.levels, runs={"seed2": out})
+    assert "| seed2 | -1e+09 | 0 | " in table(result)
+    assert "not reached in 8 generations" in table(result)
+    assert f"| seed2 | 8, {final['train_minutes']:.1f} (" in final_table(result)
+    assert plot(result, tmp_path / "f.png").stat().st_size > 0
+
+
+def test_run_specs_and_their_names():
+    assert parse("0") == ("seed0", None, 0)
+    assert parse("synaptolytic:12") == ("synaptolytic-seed12", "synaptolytic", 12)
+    for bad in ("x", "nope:1", "synaptolytic:", "-1"):
+        with pytest.raises(SystemExit, match="PRESET"):
+            parse(bad)
+    assert label("seed0") == "seed 0"
+    assert label("synaptolytic-seed1") == "synaptolytic preset, seed 1"

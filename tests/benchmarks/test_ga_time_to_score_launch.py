@@ -1,0 +1,59 @@
+"""Tier 3: benchmarks/ga_time_to_score.py end to end on a tiny walker: trained in 2 chunks
+on 2 ranks with mpirun, a snapshot after each, each network evaluated under mpirun, the
+tables and the figure; called again, it trains and plays nothing; with a larger
+--generations, it resumes the run for one more chunk; a time limit ends a run within a
+chunk."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.launch import ROOT
+
+pytestmark = pytest.mark.launcher
+
+
+def test_the_benchmark_trains_in_chunks_evaluates_each_network_once_and_goes_on(tmp_path):
+    runs = tmp_path / "runs"
+    files = ["--runs", str(runs), "--cache", str(tmp_path / "cache.json")]
+    files += ["--json", str(tmp_path / "result.json"), "--out", str(tmp_path / "figure.png")]
+    tiny = ["--", "--population-size", "4", "--episodes-per-individual", "1", "--hidden-sizes", "2"]
+
+    def bench(generations: int, seed: int = 3, *more: str) -> str:
+        flags = ["--run", str(seed), "--every", "1", "--generations", str(generations), *more]
+        command = [sys.executable, "benchmarks/ga_time_to_score.py", *flags, "--episodes", "5"]
+        proc = subprocess.run(
+            [*command, *files, *tiny], cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout
+
+    out = bench(2)
+    run = runs / "seed3"
+    assert sorted(p.name for p in (run / "snapshots").iterdir()) == [
+        "gen_00001.npz",
+        "gen_00002.npz",
+    ]
+    assert (run / "chunks.log").read_text().count(" end gen ") == 2
+    assert "--resume" not in (run / "train.log").read_text().split("\n")[0]
+    result = json.loads((tmp_path / "result.json").read_text())
+    seed = result["runs"]["seed3"]
+    assert result["episodes"] == 5 and seed["generations"] == 2
+    assert 1 <= len(json.loads((tmp_path / "cache.json").read_text())) <= 2
+    assert seed["final"]["connections"] > seed["final"]["kept"] > 0
+    assert "| seed3 | +0 |" in out and "| seed3 | 2, " in out
+    assert (tmp_path / "figure.png").stat().st_size > 0
+    # again: nothing trained, nothing played
+    out = bench(2)
+    assert "0 new evaluation(s)" in out and "training seed3" not in out
+    assert (run / "chunks.log").read_text().count(" end gen ") == 2
+    # one more generation: the run resumes from its checkpoint
+    out = bench(3)
+    assert "training seed3 to generation 3" in out
+    assert (run / "snapshots" / "gen_00003.npz").exists()
+    assert len((run / "progress.csv").read_text().splitlines()) == 1 + 3
+    # a time limit ends a run at the end of the generation under way, even within a chunk
+    bench(5, 4, "--every", "3", "--minutes", "0.0001")
+    assert [p.name for p in (runs / "seed4" / "snapshots").iterdir()] == ["gen_00001.npz"]
