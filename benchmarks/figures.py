@@ -22,7 +22,8 @@ figures docs/benchmarks.md and the tutorial show):
   100-episode mean and the training curve) that ``benchmarks/ga_time_to_score.py --docs``
   kept in benchmarks/recordings/ga_time_to_score.json;
 * ``seed_sweep.png``: the Pong seeds' curves that ``benchmarks/seed_sweep.py --docs`` kept
-  in benchmarks/recordings/seed_sweep.json;
+  in benchmarks/recordings/seed_sweep.json, and ``seed_diagnostics.png``: their diagnostics,
+  kept by ``seed_sweep.py --diagnose --docs`` in benchmarks/recordings/seed_diagnostics.json;
 * ``scaling.png``: the projection in benchmarks/recordings/scaling.json, kept by
   ``benchmarks/scaling.py --docs`` (or a newer ``RESULTS/scaling.json``);
 * ``oversubscription.png``: agent steps/s per rank with BLAS threads capped and uncapped,

@@ -60,6 +60,7 @@ RUNS = ROOT / "runs" / "sweep"
 FIGURE = "seed_sweep.png"
 KEPT = common.RECORDINGS / "seed_sweep.json"  # what --docs drew last: runs/ is not tracked
 DIAGNOSTICS = "seed_diagnostics.png"
+DIAGNOSTICS_KEPT = common.RECORDINGS / "seed_diagnostics.json"  # what --diagnose --docs drew
 PANELS = (  # --diagnose: (column, axis label)
     ("charts/mean_return_100", "100-game mean"),
     ("diagnostics/entropy", "entropy (nats;\nln 2 = 0.69)"),
@@ -202,12 +203,20 @@ def thin(rows: list[dict], most: int = 400) -> list[dict]:
 
 
 def draw_kept(out_dir: Path) -> list[Path]:
-    """``seed_sweep.png`` in ``out_dir`` from the curves ``--docs`` kept, if any."""
-    if not KEPT.exists():
-        return []
-    kept = json.loads(KEPT.read_text())
-    plot(kept["curves"], kept["budget"], out_dir / FIGURE, kept["title"])
-    return [out_dir / FIGURE]
+    """``seed_sweep.png`` and ``seed_diagnostics.png`` in ``out_dir`` from what ``--docs``
+    (and ``--diagnose --docs``) kept, where they kept something."""
+    made = []
+    if KEPT.exists():
+        kept = json.loads(KEPT.read_text())
+        plot(kept["curves"], kept["budget"], out_dir / FIGURE, kept["title"])
+        made.append(out_dir / FIGURE)
+    if DIAGNOSTICS_KEPT.exists():
+        kept = json.loads(DIAGNOSTICS_KEPT.read_text())
+        columns = {s: {k: [math.nan if v is None else v for v in c[k]] for k in c}
+                   for s, c in kept["columns"].items()}  # fmt: skip
+        diagnose(columns, kept["smooth"], out_dir / DIAGNOSTICS, kept["title"])
+        made.append(out_dir / DIAGNOSTICS)
+    return made
 
 
 def smooth(values: list[float], n: int) -> list[float]:
@@ -314,6 +323,11 @@ def main() -> None:
         slots = json.loads((runs[0] / "config.json").read_text())["slots"]
         title = f"Pong, {args.name}, {slots} slots: {len(columns)} seeds"
         diagnose(columns, args.smooth, figure, title)
+        if args.docs:  # keep what the figure is drawn from (None for an empty cell)
+            kept = {s: {k: [None if math.isnan(v) else float(f"{v:.5g}") for v in c[k]] for k in c}
+                    for s, c in columns.items()}  # fmt: skip
+            kept = {"title": title, "smooth": args.smooth, "columns": kept}
+            DIAGNOSTICS_KEPT.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
         return print("wrote", figure)
     seeds, curves = {}, {}
     for run in runs:
