@@ -118,7 +118,7 @@ def plot(result: dict, path: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
     for k, (name, run) in enumerate(sorted(result["runs"].items())):
-        c = f"C{k}"
+        c, name = f"C{k}", name.replace("seed", "seed ")  # a run's folder, seedS, in words
         x, y = zip(*run["curve"], strict=True) if run["curve"] else ((), ())
         ax.plot(
             [s / 1e6 for s in x],
