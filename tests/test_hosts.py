@@ -5,6 +5,7 @@ Each host is a network + UTS namespace with its own hostname and a veth link to 
 (``tests/hosts/twohosts.sh``); hydra launches ranks into them in place of ssh.
 """
 
+import json
 import os
 import re
 import signal
@@ -115,7 +116,19 @@ def test_pruned_ga_is_bit_identical_on_two_hosts_and_on_one(hosts, tmp_path):
     two = run_hosts(TWO_BY_TWO, ["-c", GA_SCRIPT, str(tmp_path / "two.npz")], timeout=300)
     assert _hash(two) == _hash(one)
     a, b = _checkpoint(tmp_path / "one.npz"), _checkpoint(tmp_path / "two.npz")
-    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a if k != "__meta__")
+    assert _counts(a) == _counts(b)  # the metadata, but for the seconds the runs took
+
+
+def _counts(arrays: dict) -> dict:
+    """A checkpoint's metadata without the wall-clock seconds it keeps (PrunedGA's training
+    time, and the time at which it found its best network), which no two runs share."""
+    meta = json.loads(arrays["__meta__"].tobytes())
+    for key in ("train_seconds", "train_core_seconds"):
+        assert meta.pop(key) >= 0, key
+    found = meta["best_found"]
+    assert found.pop("seconds") >= 0 and found.pop("core_seconds") >= 0
+    return meta
 
 
 DEADLINE = 10.0
