@@ -266,7 +266,7 @@ PARSERS = {
     **dict.fromkeys(["hidden_size", "hidden_sizes", "slots", "steps_per_slot", "population_size",
                      "episodes_per_individual", "noise_table_size"], positive_int),
     **dict.fromkeys(["decay_rate", "deterministic_games", "elite_fraction", "prune_rate",
-                     "mutation_rate"], fraction),
+                     "mutation_rate", "restore_rate"], fraction),
     **dict.fromkeys(["entropy_bonus", "value_baseline", "average_half_life"],
                     non_negative_float),
     "learning_rate": positive_float,

@@ -221,6 +221,9 @@ class GAConfig(Settings):
     """a child's pruning probability in later generations (its mean, with Hebbian pruning):
     None adapts it every generation to how far the elites' sizes spread from the
     population's (the original's PruneableAgent); a number fixes it"""
+    restore_rate: float = 0.0
+    """a child's probability of getting back each connection its parent lacks, in [0, 1): 0
+    (the original) gives none back, so networks only lose connections"""
     complexity_weight: float = 1.0
     """fitness penalty per fraction of connections kept (1 in the original's pruneable agent,
     none in its BipedalWalker benchmark's HebbianDAG)"""
@@ -244,6 +247,8 @@ class GAConfig(Settings):
             return must("episodes_per_individual", s.episodes_per_individual, "an int >= 1")
         if not (s.mutation_rate is None or (is_real(s.mutation_rate) and 0 <= s.mutation_rate < 1)):
             return must("mutation_rate", s.mutation_rate, "None or a number in [0, 1)")
+        if not (is_real(s.restore_rate) and 0 <= s.restore_rate < 1):
+            return must("restore_rate", s.restore_rate, "a number in [0, 1)")
         if not (is_real(s.complexity_weight) and s.complexity_weight >= 0):
             return must("complexity_weight", s.complexity_weight, "a number >= 0")
         if not at_least(s.max_episode_steps, 1):

@@ -17,7 +17,8 @@ top ``elite_fraction`` unchanged (led by the best ever seen, if it is not among 
 fills the population with children of elites, better ones picked more often, each of whose
 parent's connections is pruned with the mutation rate, which follows how far the elites'
 sizes spread from the population's (or is fixed); with the signed genome a parent's less active
-connections (Hebbian activity, measured in play) are pruned more often.
+connections (Hebbian activity, measured in play) are pruned more often. A screen's options,
+off by default, give back pruned connections (``restore_rate``).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the
@@ -122,6 +123,7 @@ class PrunedGA(GARun):
             elite_fraction=cfg.elite_fraction,
             prune_rate=cfg.prune_rate,
             mutation_rate=cfg.mutation_rate,
+            restore_rate=cfg.restore_rate,
             seed=cfg.seed,
         )
         self.steps = 0

@@ -8,7 +8,8 @@
   one-call interface: ``step(params, grad)``.
 * :class:`PruningOptimizer`: synaptolysis (Rive Sunder's synaptolytic-learning project,
   2019) behind ``ask()`` / ``tell(fitness)``, the interface of estool: selection and
-  mutation of boolean connection masks that only ever lose connections; told each
+  mutation of boolean connection masks that only ever lose connections (unless a
+  ``restore_rate`` gives some back); told each
   connection's Hebbian activity (the signed-dag genome, pgmpi/genomes.py), it prunes the
   less active ones more often (:func:`hebbian_prune_probabilities`).
 """
@@ -155,8 +156,10 @@ class PruningOptimizer:
     (c: connection counts of the population just told; c_elites: of its elites; or the
     fixed ``mutation_rate`` given), or, when
     ``tell`` is given the connections' activity, with the elite's
-    :func:`hebbian_prune_probabilities` (whose mean is that rate). Population g is drawn
-    from ``rng.stream(seed, rng.GA_SELECTION, g)``, the same numbers either way.
+    :func:`hebbian_prune_probabilities` (whose mean is that rate). With ``restore_rate`` > 0
+    each connection the parent lacks then comes back with that probability, drawn after the
+    pruning's numbers. Population g is drawn from ``rng.stream(seed, rng.GA_SELECTION, g)``,
+    the same numbers either way.
 
     Args:
         n_weights: W, connections per genome.
@@ -165,6 +168,8 @@ class PruningOptimizer:
         prune_rate: pruning probability of generation 0 (0.25 in the original), in [0, 1).
         mutation_rate: None (the adaptive rate above), or the rate of every later
             generation, in [0, 1).
+        restore_rate: a child's probability of getting back each connection its parent
+            lacks, in [0, 1); 0 (the default) draws nothing, and masks only lose connections.
         seed: root seed of the run.
 
     Attributes:
@@ -185,14 +190,17 @@ class PruningOptimizer:
         elite_fraction: float = GAConfig.elite_fraction,
         prune_rate: float = GAConfig.prune_rate,
         mutation_rate: float | None = None,
+        restore_rate: float = 0.0,
         seed: int = 0,
     ):
         problem = pruning_problem(population_size, elite_fraction, prune_rate, seed)
         if not (mutation_rate is None or (is_real(mutation_rate) and 0 <= mutation_rate < 1)):
             problem = must("mutation_rate", mutation_rate, "None or a number in [0, 1)")
+        if not (is_real(restore_rate) and 0 <= restore_rate < 1):
+            problem = problem or must("restore_rate", restore_rate, "a number in [0, 1)")
         if problem is not None:
             raise ValueError(problem)
-        self.seed, self.fixed_rate = seed, mutation_rate
+        self.seed, self.fixed_rate, self.restore_rate = seed, mutation_rate, restore_rate
         self.n_elites = elite_count(population_size, elite_fraction)
         self.generation = 0
         self.mutation_rate = float(prune_rate)
@@ -255,7 +263,10 @@ class PruningOptimizer:
         else:
             probabilities = hebbian_prune_probabilities(elites, elite_activity, self.mutation_rate)
             keep = draws >= probabilities[pick]
-        self.population = np.concatenate([elites, elites[pick] & keep])
+        children = elites[pick] & keep
+        if self.restore_rate > 0:  # after the pruning's draws, which stay as they were
+            children |= ~elites[pick] & (stream.random((P - n, W)) < self.restore_rate)
+        self.population = np.concatenate([elites, children])
         self.parents = np.concatenate([sources, sources[pick]])
         return improved
 

@@ -48,8 +48,8 @@ GA_PRESETS = {
     "default": GAConfig(),
     "synaptolytic": GAConfig(hidden_sizes=[8, 8], genome="signed-dag", population_size=138,
                              episodes_per_individual=8, elite_fraction=0.125, prune_rate=0.025,
-                             mutation_rate=0.01, complexity_weight=0.0, max_episode_steps=1600,
-                             seed=0),
+                             mutation_rate=0.01, restore_rate=0.0, complexity_weight=0.0,
+                             max_episode_steps=1600, seed=0),
 }  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 PruningOptimizer: test_optimizers.py)."""
 
 import csv
+import json
 
 import gymnasium as gym
 import numpy as np
@@ -100,6 +101,26 @@ def test_checkpoint_is_npz_with_boolean_masks_and_no_pickle(tmp_path):
     assert ga.evaluate(4) == PrunedGA.load(tmp_path / "ga.npz", quiet=True).evaluate(4)
 
 
+# GAConfig fields added after checkpoints were written, each off by default
+SCREEN_SETTINGS = ("restore_rate",)
+
+
+def test_a_checkpoint_without_the_later_settings_resumes_with_them_off(tmp_path):
+    ga, ck = _tiny().train(generations=2), tmp_path / "ga.npz"
+    ga.save(ck)
+    with np.load(ck, allow_pickle=False) as data:
+        arrays = dict(data)
+    meta = json.loads(arrays["__meta__"].tobytes())
+    for name in SCREEN_SETTINGS:
+        del meta["config"][name]
+    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(ck, **arrays)
+    old = PrunedGA.load(ck, quiet=True)
+    assert old.config == ga.config
+    a, b = ga.train(generations=3).optimizer.state(), old.train(generations=3).optimizer.state()
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
 def test_load_refuses_other_files(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         PrunedGA.load(tmp_path / "missing.npz")
@@ -120,6 +141,7 @@ def test_load_refuses_other_files(tmp_path):
         (dict(complexity_weight=-1), "complexity_weight must be a number >= 0"),
         (dict(complexity_weight="a"), "complexity_weight must be a number >= 0"),
         (dict(population_size=1), "population_size must be an int >= 2"),
+        (dict(restore_rate=1), "restore_rate must be a number in [0, 1), got 1"),
         (dict(blas_threads=0), "blas_threads must be None or an int >= 1"),
         (dict(env="NoSuchEnv-v0"), "cannot make env 'NoSuchEnv-v0'"),
         (dict(env="FrozenLake-v1"), "is not a 1-D Box"),

@@ -2,6 +2,7 @@
 the textbook formulas, whole and a chunk at a time; PrunedGA's PruningOptimizer (ask / tell)
 and its invariants."""
 
+import hashlib
 import math
 import re
 
@@ -191,6 +192,40 @@ def test_a_fixed_mutation_rate_replaces_the_adaptive_one_in_every_generation():
     assert adaptive.mutation_rate > 0.02  # the same population adapts to another rate
 
 
+def _digest_of_a_run(**kwargs) -> str:
+    """Six generations through every path of tell(): uniform and Hebbian pruning, the best
+    ever carried over or not; a hash of each population and its parents."""
+    opt, g = PruningOptimizer(40, population_size=12, seed=7, **kwargs), np.random.default_rng(3)
+    h = hashlib.sha256()
+    for generation in range(6):
+        activity = g.random((12, 40)) if generation % 2 else None
+        opt.tell(g.standard_normal(12), activity)
+        h.update(opt.population.tobytes() + opt.parents.tobytes())
+    return h.hexdigest()[:16]
+
+
+def test_restore_rate_0_gives_the_populations_of_before_it_existed():
+    # ac12bff959d50757: this run on commit bdffd57, before restore_rate existed
+    assert _digest_of_a_run() == _digest_of_a_run(restore_rate=0.0) == "ac12bff959d50757"
+    assert _digest_of_a_run(restore_rate=0.1) != "ac12bff959d50757"
+
+
+def test_restore_rate_gives_children_back_connections_their_parent_lacked():
+    f = np.random.default_rng(0).standard_normal(40)
+    plain = PruningOptimizer(300, population_size=40, prune_rate=0.3, seed=1)
+    restoring = PruningOptimizer(300, population_size=40, prune_rate=0.3, restore_rate=0.05, seed=1)
+    before = plain.ask().copy()
+    plain.tell(f), restoring.tell(f)
+    k = plain.n_elites
+    assert np.array_equal(plain.parents, restoring.parents)
+    assert np.array_equal(plain.ask()[:k], restoring.ask()[:k])  # the elites, unchanged
+    parent, without, got = before[plain.parents[k:]], plain.ask()[k:], restoring.ask()[k:]
+    assert not np.any(without & ~parent)  # without it, none comes back
+    assert np.array_equal(got & parent, without)  # the same pruning: restores drawn after it
+    back = got & ~parent
+    assert back.any() and abs(back.sum() / (~parent).sum() - 0.05) < 0.02
+
+
 def test_pruning_optimizer_learns_a_target_mask():
     """Keep the connections of a hidden target, prune the rest: only reachable by pruning."""
     W, target = 200, np.random.default_rng(0).random(200) < 0.3
@@ -223,6 +258,8 @@ def test_same_seed_same_pruning_optimizer_run():
         (dict(prune_rate=1.0), "prune_rate must be in [0, 1)"),
         (dict(seed=-1), "seed must be an int >= 0"),
         (dict(mutation_rate=1.0), "mutation_rate must be None or a number in [0, 1)"),
+        (dict(restore_rate=1.0), "restore_rate must be a number in [0, 1)"),
+        (dict(restore_rate=-0.1), "restore_rate must be a number in [0, 1)"),
     ],
 )
 def test_pruning_optimizer_rejects_bad_arguments(kwargs, message):
