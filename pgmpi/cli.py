@@ -269,7 +269,7 @@ PARSERS = {
                      "mutation_rate", "restore_rate"], fraction),
     **dict.fromkeys(["entropy_bonus", "value_baseline", "average_half_life"],
                     non_negative_float),
-    "learning_rate": positive_float,
+    **dict.fromkeys(["learning_rate", "weight_scale"], positive_float),
     "lr_decay_steps": positive_int_or_none,
     "frame_skip": frame_skip,
 }  # fmt: skip

@@ -209,6 +209,9 @@ class GAConfig(Settings):
     """'ones': all weights 1, each layer feeds the next (the original's pruneable agent);
     'signed-dag': N(0,1) weights, every layer fed by all earlier ones, Hebbian-guided pruning;
     None: signed-dag for continuous actions, ones for discrete"""
+    weight_scale: float = 1.0
+    """the signed-dag genome's weights are standard normal draws times this (1 in the
+    original); 'ones' keeps 1"""
     population_size: int = 128
     """individuals per generation"""
     episodes_per_individual: int = 8
@@ -243,6 +246,10 @@ class GAConfig(Settings):
             return must("hidden_sizes", s.hidden_sizes, "a list of ints >= 1")
         if s.genome not in (None, "ones", "signed-dag"):
             return must("genome", s.genome, "None, 'ones' or 'signed-dag'")
+        if not (is_real(s.weight_scale) and s.weight_scale > 0):
+            return must("weight_scale", s.weight_scale, "a number > 0")
+        if s.genome == "ones" and s.weight_scale != 1:
+            return must("weight_scale", s.weight_scale, "1 with genome 'ones' (its weights are 1)")
         if not at_least(s.episodes_per_individual, 1):
             return must("episodes_per_individual", s.episodes_per_individual, "an int >= 1")
         if not (s.mutation_rate is None or (is_real(s.mutation_rate) and 0 <= s.mutation_rate < 1)):

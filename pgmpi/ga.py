@@ -18,7 +18,8 @@ fills the population with children of elites, better ones picked more often, eac
 parent's connections is pruned with the mutation rate, which follows how far the elites'
 sizes spread from the population's (or is fixed); with the signed genome a parent's less active
 connections (Hebbian activity, measured in play) are pruned more often. A screen's options,
-off by default, give back pruned connections (``restore_rate``).
+off by default, give back pruned connections (``restore_rate``) and scale the signed
+weights (``weight_scale``).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the
@@ -116,7 +117,7 @@ class PrunedGA(GARun):
         options.cap_blas_threads()
         self.probe = probe
         layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
-        self.net = genomes.make(cfg.genome, layers, probe.discrete, cfg.seed)
+        self.net = genomes.make(cfg.genome, layers, probe.discrete, cfg.seed, cfg.weight_scale)
         self.optimizer = PruningOptimizer(
             self.net.n_weights,
             population_size=cfg.population_size,

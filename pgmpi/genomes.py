@@ -10,10 +10,10 @@ population is a (P, n_weights) boolean array and learning only ever removes conn
   weight and tanh increasing, every continuous output is a non-decreasing function of every
   input, so such a network cannot, say, push a leg back when it leans forward.
 * :class:`SignedDAG` ("signed-dag"): the benchmark's ``HebbianDAG``: signed weights drawn
-  from a standard normal, every layer fed by every earlier layer (the input included), tanh
-  on every layer, one output unit more than there are actions, and each connection's
-  Hebbian activity recorded while it plays, so that pruning can spare the busy ones
-  (:func:`pgmpi.optimizers.hebbian_prune_probabilities`).
+  from a standard normal (times ``weight_scale``, 1 by default), every layer fed by every
+  earlier layer (the input included), tanh on every layer, one output unit more than there
+  are actions, and each connection's Hebbian activity recorded while it plays, so that
+  pruning can spare the busy ones (:func:`pgmpi.optimizers.hebbian_prune_probabilities`).
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ class SignedDAG:
         sizes: (n_inputs, hidden..., n_outputs), n_outputs the actions.
         discrete: argmax over the actions if True, their tanh if False.
         seed: the run's root seed.
+        weight_scale: each value is a standard normal draw times this (as float32; 1, the
+            default, leaves the draws' bits as they are: x 1 is exact).
 
     Attributes:
         values: float32 (n_weights,), read-only: every connection's weight when kept.
@@ -94,7 +96,7 @@ class SignedDAG:
     description = "DAG, signed N(0,1) weights, Hebbian pruning"
     hebbian = True  # act() can record each connection's activity
 
-    def __init__(self, sizes: tuple[int, ...], discrete: bool, seed: int):
+    def __init__(self, sizes: tuple[int, ...], discrete: bool, seed: int, weight_scale=1.0):
         self.sizes = tuple(int(s) for s in sizes)
         self.discrete = discrete
         units = [*self.sizes[:-1], self.sizes[-1] + 1]
@@ -102,7 +104,10 @@ class SignedDAG:
         self.n_weights = sum(a * b for a, b in self.shapes)
         stream = rng.stream(seed, rng.INIT, rng.GA_VALUES)
         self.values = stream.standard_normal(self.n_weights, dtype=np.float32)
+        self.values *= np.float32(weight_scale)
         self.values.flags.writeable = False
+        if weight_scale != 1:
+            self.description = self.description.replace("N(0,1)", f"N(0,1) x {weight_scale}")
 
     def weights(self, mask: np.ndarray) -> list[np.ndarray]:
         """float32 weight matrices, one (n_in, n_out) per layer, the values where ``mask``
@@ -143,8 +148,9 @@ def matvec(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (x[:, None] * w).sum(axis=0)
 
 
-def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int):
-    """The network of ``genome`` (one of :data:`GENOMES`) with these layer sizes."""
+def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int, weight_scale=1.0):
+    """The network of ``genome`` (one of :data:`GENOMES`) with these layer sizes
+    (``weight_scale``: the signed values', see :class:`SignedDAG`)."""
     if genome == "signed-dag":
-        return SignedDAG(sizes, discrete, seed)
+        return SignedDAG(sizes, discrete, seed, weight_scale)
     return PrunedNetwork(sizes, discrete)

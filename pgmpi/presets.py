@@ -46,10 +46,11 @@ PRESETS = {
 # as it is (tests/test_config.py compares it with the original's values).
 GA_PRESETS = {
     "default": GAConfig(),
-    "synaptolytic": GAConfig(hidden_sizes=[8, 8], genome="signed-dag", population_size=138,
-                             episodes_per_individual=8, elite_fraction=0.125, prune_rate=0.025,
-                             mutation_rate=0.01, restore_rate=0.0, complexity_weight=0.0,
-                             max_episode_steps=1600, seed=0),
+    "synaptolytic": GAConfig(hidden_sizes=[8, 8], genome="signed-dag", weight_scale=1.0,
+                             population_size=138, episodes_per_individual=8,
+                             elite_fraction=0.125, prune_rate=0.025, mutation_rate=0.01,
+                             restore_rate=0.0, complexity_weight=0.0, max_episode_steps=1600,
+                             seed=0),
 }  # fmt: skip
 
 

@@ -35,6 +35,7 @@ def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_fi
     original = {
         "hidden_sizes": [8, 8],  # -d 8 8
         "genome": "signed-dag",  # HebbianDAG: signed N(0, 1) weights, a DAG, Hebbian pruning
+        "weight_scale": 1.0,  # its N(0, 1) weights, unscaled
         "population_size": 138,  # -p 138
         "episodes_per_individual": 8,  # -r 8: get_fitness(epds=8) averages 8 episodes
         "elite_fraction": 0.125,  # update_pop: keep = ceil(0.125 * population_size)

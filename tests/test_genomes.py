@@ -7,6 +7,7 @@ kernel."""
 import hashlib
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, PrunedGA
+from pgmpi import ConfigError, PrunedGA, rng
 from pgmpi.genomes import PrunedNetwork, SignedDAG
 from pgmpi.optimizers import PruningOptimizer, hebbian_prune_probabilities
 
@@ -84,6 +85,30 @@ def test_signed_values_come_from_the_seed_and_cannot_be_changed():
     assert (a.values < 0).any() and (a.values > 0).any()
     with pytest.raises(ValueError):
         a.values[0] = 1.0
+
+
+def test_weight_scale_multiplies_the_draws_and_1_keeps_their_bits(tmp_path):
+    drawn = rng.stream(3, rng.INIT, rng.GA_VALUES).standard_normal(149, dtype=np.float32)
+    plain, one, half = (SignedDAG(SIZES, False, 3, *scale) for scale in ((), (1.0,), (0.5,)))
+    assert plain.values.tobytes() == one.values.tobytes() == drawn.tobytes()
+    assert half.values.tobytes() == (drawn * np.float32(0.5)).tobytes()
+    assert "N(0,1) x 0.5 weights" in half.description and "x" not in one.description
+    ga = PrunedGA(env="CartPole-v1", genome="signed-dag", weight_scale=0.5, **TINY)
+    ga.train(generations=1).save(tmp_path / "ga.npz")
+    assert np.array_equal(PrunedGA.load(tmp_path / "ga.npz").net.values, ga.net.values)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (dict(weight_scale=0), "weight_scale must be a number > 0, got 0"),
+        (dict(weight_scale=2.0, genome="ones"), "weight_scale must be 1 with genome 'ones'"),
+        (dict(weight_scale=2.0), "weight_scale must be 1 with genome 'ones'"),  # CartPole's
+    ],
+)
+def test_a_bad_weight_scale_is_a_config_error(settings, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        PrunedGA(env="CartPole-v1", **dict(TINY, **settings))
 
 
 def test_weights_are_the_values_where_the_mask_keeps_them():
