@@ -227,6 +227,10 @@ class GAConfig(Settings):
     restore_rate: float = 0.0
     """a child's probability of getting back each connection its parent lacks, in [0, 1): 0
     (the original) gives none back, so networks only lose connections"""
+    best_reevaluation: bool = False
+    """True: the best network's fitness is the one it gets when played again in the next
+    generation, so it leads only while it tops a generation; False (the original): it
+    keeps the best fitness it ever got, a lucky estimate that is rarely beaten"""
     complexity_weight: float = 1.0
     """fitness penalty per fraction of connections kept (1 in the original's pruneable agent,
     none in its BipedalWalker benchmark's HebbianDAG)"""
@@ -256,6 +260,8 @@ class GAConfig(Settings):
             return must("mutation_rate", s.mutation_rate, "None or a number in [0, 1)")
         if not (is_real(s.restore_rate) and 0 <= s.restore_rate < 1):
             return must("restore_rate", s.restore_rate, "a number in [0, 1)")
+        if not is_bool(s.best_reevaluation):
+            return must("best_reevaluation", s.best_reevaluation, "True or False")
         if not (is_real(s.complexity_weight) and s.complexity_weight >= 0):
             return must("complexity_weight", s.complexity_weight, "a number >= 0")
         if not at_least(s.max_episode_steps, 1):

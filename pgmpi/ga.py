@@ -18,8 +18,8 @@ fills the population with children of elites, better ones picked more often, eac
 parent's connections is pruned with the mutation rate, which follows how far the elites'
 sizes spread from the population's (or is fixed); with the signed genome a parent's less active
 connections (Hebbian activity, measured in play) are pruned more often. A screen's options,
-off by default, give back pruned connections (``restore_rate``) and scale the signed
-weights (``weight_scale``).
+off by default, give back pruned connections (``restore_rate``), scale the signed weights
+(``weight_scale``) and make the best keep its lead only on fresh fitness (``best_reevaluation``).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the
@@ -125,6 +125,7 @@ class PrunedGA(GARun):
             prune_rate=cfg.prune_rate,
             mutation_rate=cfg.mutation_rate,
             restore_rate=cfg.restore_rate,
+            best_reevaluation=cfg.best_reevaluation,
             seed=cfg.seed,
         )
         self.steps = 0

@@ -22,7 +22,7 @@ import numpy as np
 
 from pgmpi import rng
 from pgmpi.config import GAConfig
-from pgmpi.settings import is_real, must, pruning_problem
+from pgmpi.settings import is_bool, is_real, must, pruning_problem
 
 MUTATION_RATE_RANGE = (0.001, 0.125)  # clip range of the adaptive rate, as in the original
 CHUNK = 1 << 16  # elements per pass of a step: its temporaries stay in the CPU's cache
@@ -161,6 +161,11 @@ class PruningOptimizer:
     pruning's numbers. Population g is drawn from ``rng.stream(seed, rng.GA_SELECTION, g)``,
     the same numbers either way.
 
+    The best so far is row 0 of every population after generation 0, so it is played again
+    each generation. With ``best_reevaluation`` that new fitness replaces the one it had:
+    it keeps the lead only while it tops the generation, is never carried over, and the
+    best is then each generation's top, with the fitness measured there.
+
     Args:
         n_weights: W, connections per genome.
         population_size: P >= 2.
@@ -170,6 +175,7 @@ class PruningOptimizer:
             generation, in [0, 1).
         restore_rate: a child's probability of getting back each connection its parent
             lacks, in [0, 1); 0 (the default) draws nothing, and masks only lose connections.
+        best_reevaluation: whether the best's fitness is its latest (above), not its best.
         seed: root seed of the run.
 
     Attributes:
@@ -177,7 +183,8 @@ class PruningOptimizer:
         parents: int64 (P,), each individual's parent in the previous population (-1 for the
             best ever carried over from an earlier generation, and in generation 0).
         mutation_rate: the rate that made the current children (``prune_rate`` at first).
-        best_mask, best_fitness: bool (W,) and float, the best ever (-inf before any tell).
+        best_mask, best_fitness: bool (W,) and float, the best ever (-inf before any tell;
+            with ``best_reevaluation``, the top of the generation last told).
         best_activity: float64 (W,), the best ever's activity, or None if never told one.
         fitness_history: one float64 (P,) array per generation told.
     """
@@ -191,6 +198,7 @@ class PruningOptimizer:
         prune_rate: float = GAConfig.prune_rate,
         mutation_rate: float | None = None,
         restore_rate: float = 0.0,
+        best_reevaluation: bool = False,
         seed: int = 0,
     ):
         problem = pruning_problem(population_size, elite_fraction, prune_rate, seed)
@@ -198,9 +206,12 @@ class PruningOptimizer:
             problem = must("mutation_rate", mutation_rate, "None or a number in [0, 1)")
         if not (is_real(restore_rate) and 0 <= restore_rate < 1):
             problem = problem or must("restore_rate", restore_rate, "a number in [0, 1)")
+        if not is_bool(best_reevaluation):
+            problem = problem or must("best_reevaluation", best_reevaluation, "True or False")
         if problem is not None:
             raise ValueError(problem)
         self.seed, self.fixed_rate, self.restore_rate = seed, mutation_rate, restore_rate
+        self.best_reevaluation = best_reevaluation
         self.n_elites = elite_count(population_size, elite_fraction)
         self.generation = 0
         self.mutation_rate = float(prune_rate)
@@ -219,7 +230,8 @@ class PruningOptimizer:
 
     def tell(self, fitness: np.ndarray, activity: np.ndarray | None = None) -> bool:
         """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``;
-        returns whether one of them became the best ever.
+        returns whether one of them became the best ever (with ``best_reevaluation``: whether
+        a network other than the best took the lead).
 
         ``activity``: None (prune uniformly), or float64 (P, W) >= 0, each individual's
         Hebbian activity per connection, which makes a child prune its parent's less
@@ -237,8 +249,11 @@ class PruningOptimizer:
         elites = self.population[order]
         sources = order
         elite_activity = None if a is None else a[order]
+        again = self.best_reevaluation and self.generation > 0  # row 0, the best, played again
         improved = bool(f[order[0]] > self.best_fitness)
-        if improved:
+        if again:  # a new best is another network, whatever its fitness
+            improved = not np.array_equal(self.population[order[0]], self.best_mask)
+        if improved or again:  # the top leads, with this generation's fitness
             self.best_mask, self.best_fitness = self.population[order[0]].copy(), float(f[order[0]])
             if a is not None:
                 self.best_activity = a[order[0]].copy()

@@ -92,6 +92,16 @@ def test_exact_resume_matches_an_uninterrupted_run(tmp_path, env):
     )
 
 
+def test_best_reevaluation_resumes_exactly(tmp_path):
+    whole = _tiny(best_reevaluation=True).train(generations=4)
+    ck = tmp_path / "ga.npz"
+    _tiny(best_reevaluation=True).train(generations=2, checkpoint_path=ck, checkpoint_every=1)
+    resumed = PrunedGA.load(ck, quiet=True).train(generations=4)
+    a, b = whole.optimizer.state(), resumed.optimizer.state()
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert not np.any(a["parents"] == -1)  # the best is never carried over
+
+
 def test_checkpoint_is_npz_with_boolean_masks_and_no_pickle(tmp_path):
     ga = _tiny().train(generations=2)
     ga.save(tmp_path / "ga.npz")
@@ -102,7 +112,7 @@ def test_checkpoint_is_npz_with_boolean_masks_and_no_pickle(tmp_path):
 
 
 # GAConfig fields added after checkpoints were written, each off by default
-SCREEN_SETTINGS = ("restore_rate", "weight_scale")
+SCREEN_SETTINGS = ("restore_rate", "weight_scale", "best_reevaluation")
 
 
 def test_a_checkpoint_without_the_later_settings_resumes_with_them_off(tmp_path):
@@ -142,6 +152,7 @@ def test_load_refuses_other_files(tmp_path):
         (dict(complexity_weight="a"), "complexity_weight must be a number >= 0"),
         (dict(population_size=1), "population_size must be an int >= 2"),
         (dict(restore_rate=1), "restore_rate must be a number in [0, 1), got 1"),
+        (dict(best_reevaluation="yes"), "best_reevaluation must be True or False, got 'yes'"),
         (dict(blas_threads=0), "blas_threads must be None or an int >= 1"),
         (dict(env="NoSuchEnv-v0"), "cannot make env 'NoSuchEnv-v0'"),
         (dict(env="FrozenLake-v1"), "is not a 1-D Box"),

@@ -204,10 +204,12 @@ def _digest_of_a_run(**kwargs) -> str:
     return h.hexdigest()[:16]
 
 
-def test_restore_rate_0_gives_the_populations_of_before_it_existed():
-    # ac12bff959d50757: this run on commit bdffd57, before restore_rate existed
+def test_the_screens_settings_off_give_the_populations_of_before_they_existed():
+    # ac12bff959d50757: this run on commit bdffd57, before restore_rate and best_reevaluation
     assert _digest_of_a_run() == _digest_of_a_run(restore_rate=0.0) == "ac12bff959d50757"
+    assert _digest_of_a_run(best_reevaluation=False) == "ac12bff959d50757"
     assert _digest_of_a_run(restore_rate=0.1) != "ac12bff959d50757"
+    assert _digest_of_a_run(best_reevaluation=True) != "ac12bff959d50757"
 
 
 def test_restore_rate_gives_children_back_connections_their_parent_lacked():
@@ -224,6 +226,30 @@ def test_restore_rate_gives_children_back_connections_their_parent_lacked():
     assert np.array_equal(got & parent, without)  # the same pruning: restores drawn after it
     back = got & ~parent
     assert back.any() and abs(back.sum() / (~parent).sum() - 0.05) < 0.02
+
+
+def test_with_best_reevaluation_the_best_leads_only_on_this_generations_fitness():
+    def told(best_reevaluation: bool) -> tuple[list, list, PruningOptimizer]:
+        opt = PruningOptimizer(
+            500, population_size=16, mutation_rate=0.1, best_reevaluation=best_reevaluation
+        )
+        first = opt.ask().copy()
+        opt.tell(np.arange(16.0))  # 15 is the best, row 0 of generation 1
+        second = opt.ask().copy()
+        results = [opt.tell(np.eye(16)[0] * 3.0)]  # row 0 again: 3, below its 15, still on top
+        third = opt.ask().copy()
+        results.append(opt.tell(np.eye(16)[0] + 2.0 * np.eye(16)[7]))  # child 7 beats it
+        return [first[15], second[0], third[0], third[7]], results, opt
+
+    (best, row0, kept, child), results, opt = told(True)
+    assert np.array_equal(row0, best) and np.array_equal(kept, best)
+    assert results == [False, True] and not np.array_equal(child, best)
+    assert opt.best_fitness == 2.0 and np.array_equal(opt.best_mask, child)
+    assert np.array_equal(opt.ask()[0], child) and opt.parents[0] == 7  # never carried
+    assert np.array_equal(opt.mutated, np.arange(16) >= opt.n_elites)
+    (best, *_), results, opt = told(False)  # the default: 15 keeps the lead
+    assert results == [False, False] and opt.best_fitness == 15.0
+    assert np.array_equal(opt.best_mask, best) and opt.parents[0] == -1
 
 
 def test_pruning_optimizer_learns_a_target_mask():
@@ -260,6 +286,7 @@ def test_same_seed_same_pruning_optimizer_run():
         (dict(mutation_rate=1.0), "mutation_rate must be None or a number in [0, 1)"),
         (dict(restore_rate=1.0), "restore_rate must be a number in [0, 1)"),
         (dict(restore_rate=-0.1), "restore_rate must be a number in [0, 1)"),
+        (dict(best_reevaluation=1), "best_reevaluation must be True or False"),
     ],
 )
 def test_pruning_optimizer_rejects_bad_arguments(kwargs, message):
