@@ -77,6 +77,10 @@ class PGConfig(Settings):
     """weight of a learned baseline: the network gets a value output trained on the
     discounted returns, and the advantages become the returns less it (0: none, as in the
     post; None: 0.05 for Pong, whose returns lie in [-1, 1], 0 for other envs)"""
+    gae_lambda: float | None = None
+    """with a learned baseline, the advantages become GAE(lambda) within each rally, from the
+    baseline's values (1: the returns less the values; 0: one-step TD residuals); the value
+    output still learns the discounted returns (None: the returns less the values)"""
     average_half_life: float = 200.0
     """the policy evaluate() and act() play: a running average of the parameters with this
     half-life in updates, kept beside training and never fed back (0: the live parameters,
@@ -132,6 +136,10 @@ class PGConfig(Settings):
             return must("entropy_bonus", s.entropy_bonus, ">= 0")
         if not (s.value_baseline is None or (is_real(s.value_baseline) and s.value_baseline >= 0)):
             return must("value_baseline", s.value_baseline, "None or a number >= 0")
+        if not (s.gae_lambda is None or (is_real(s.gae_lambda) and 0 <= s.gae_lambda <= 1)):
+            return must("gae_lambda", s.gae_lambda, "None or a number in [0, 1]")
+        if s.gae_lambda is not None and s.value_baseline == 0:
+            return "gae_lambda needs a learned baseline: value_baseline > 0 (it is 0)"
         if not (is_real(s.average_half_life) and s.average_half_life >= 0):
             return must("average_half_life", s.average_half_life, ">= 0")
         if not (is_real(s.gamma) and 0 < s.gamma <= 1):
@@ -195,7 +203,7 @@ class PGConfig(Settings):
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  deterministic_games=0.0, average_half_life=0.0, value_baseline=0.0,
-                 decay_from=0)  # fmt: skip
+                 decay_from=0, gae_lambda=None)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,16 @@ def discounted_returns(rewards: np.ndarray, gamma: float, ends: np.ndarray) -> n
     return out
 
 
+def gae(rewards, values: np.ndarray, gamma: float, lam: float, ends) -> np.ndarray:
+    """GAE(lambda) advantages (Schulman et al. 2016), restarting where ``ends[t]``: the
+    residuals delta_t = r_t + gamma v_{t+1} - v_t (v after an end is 0), discounted by
+    gamma lambda. lambda 1 gives the returns less the values; lambda 0, the residuals."""
+    ends = np.asarray(ends, dtype=bool)
+    after = np.where(ends, 0.0, np.append(values[1:], 0.0))  # v_{t+1}
+    deltas = np.asarray(rewards, dtype=np.float64) + gamma * after - values
+    return discounted_returns(deltas, gamma * lam, ends)
+
+
 def standardise(x: np.ndarray) -> np.ndarray:
     """(x - mean) / std, or x - mean where the std is zero."""
     x = x - x.mean()
@@ -148,14 +158,19 @@ class ParallelPG(PGRun):
 
     def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
         """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
-        standardised discounted returns (less the learned baseline's values, with one), as
-        (rows, values) (None if no rally finished)."""
+        standardised discounted returns (less the learned baseline's values, with one; or
+        GAE(lambda) from them, with ``gae_lambda``), as (rows, values) (None if no rally
+        finished)."""
         steps = self.open_rallies.known(k, piece, self.net)  # a rally's steps wait for its point
         if steps is None:
             return None
-        returns = discounted_returns(steps.rewards, self.config["gamma"], steps.ends)
+        gamma, lam = self.config["gamma"], self.config["gae_lambda"]
+        returns = discounted_returns(steps.rewards, gamma, steps.ends)
         values = self.net.values(steps.caches)  # zeros without a baseline
-        adv = standardise(returns - values).astype(np.float32)
+        adv = returns - values
+        if lam is not None:  # GAE(lambda) from the same values, rally by rally
+            adv = gae(steps.rewards, values, gamma, lam, steps.ends)
+        adv = standardise(adv).astype(np.float32)
         dlogits = np.array(steps.dlogits)
         weighted = dlogits * adv[:, None]
         beta = self.config["entropy_bonus"] / self.decay()

@@ -8,7 +8,7 @@ import pytest
 
 from pgmpi import ConfigError, NonFiniteError, ParallelPG, rollout
 from pgmpi.networks import sparse
-from pgmpi.pg import discounted_returns, standardise
+from pgmpi.pg import discounted_returns, gae, standardise
 from pgmpi.presets import PRESETS
 
 
@@ -23,6 +23,28 @@ def test_discounted_returns_plain_and_with_pong_reset():
     s = standardise(np.array([1.0, 2.0, 3.0]))
     assert abs(s.mean()) < 1e-12 and abs(s.std() - 1) < 1e-12
     assert np.all(standardise(np.ones(4)) == 0)
+
+
+def test_gae_by_hand():
+    """gamma 0.5, two rallies (ends at steps 2 and 4). The residuals r_t + 0.5 v_{t+1} - v_t,
+    with v 0 after a rally's end: 0 + 0.2 - 0.2, 0 + 0.3 - 0.4, 1 - 0.6, 0 - 0.2 + 0.2, -1 + 0.4."""
+    r, v = np.array([0.0, 0.0, 1.0, 0.0, -1.0]), np.array([0.2, 0.4, 0.6, -0.2, -0.4])
+    ends = np.array([0, 0, 1, 0, 1], dtype=bool)
+    residuals = [0.0, -0.1, 0.4, 0.0, -0.6]
+    np.testing.assert_allclose(gae(r, v, 0.5, 0.0, ends), residuals, atol=1e-15)
+    # lambda 1: the returns [0.25, 0.5, 1, -0.5, -1] less the values
+    np.testing.assert_allclose(gae(r, v, 0.5, 1.0, ends), [0.05, 0.1, 0.4, -0.3, -0.6])
+    np.testing.assert_allclose(gae(r, v, 0.5, 1.0, ends), discounted_returns(r, 0.5, ends) - v)
+    # lambda 0.5: residuals discounted by 0.25 within each rally
+    np.testing.assert_allclose(gae(r, v, 0.5, 0.5, ends), [0.0, 0.0, 0.4, -0.15, -0.6], atol=1e-15)
+
+
+def test_gae_lambda_changes_the_update_and_is_kept_in_checkpoints(tmp_path):
+    plain, lam = _pong().train(updates=2), _pong(gae_lambda=0.9).train(updates=2)
+    assert plain.config["gae_lambda"] is None and lam.config["gae_lambda"] == 0.9
+    assert not np.array_equal(plain.net.params, lam.net.params)
+    back = ParallelPG.load(lam.save(tmp_path / "ck.npz"), quiet=True)
+    assert back.config["gae_lambda"] == 0.9
 
 
 def _cartpole(**kw):
@@ -225,6 +247,8 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(whole_games="no"), "whole_games must be None, True or False, got 'no'"),
         (dict(whole_games=False), "only Pong games can stop mid-game between updates"),
         (dict(gamma=1.5), "gamma must be in (0, 1], got 1.5"),
+        (dict(gae_lambda=1.5, value_baseline=0.1), "gae_lambda must be None or a number in [0, 1]"),
+        (dict(gae_lambda=0.9), "gae_lambda needs a learned baseline: value_baseline > 0"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
         (dict(entropy_bonus=-0.1), "entropy_bonus must be >= 0, got -0.1"),
@@ -336,10 +360,10 @@ def test_with_deterministic_games_only_the_sticky_games_are_logged(share, monkey
 
 
 def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
-    """A checkpoint written before entropy_bonus, deterministic_games and decay_from existed
-    lacks them (rewritten here without them): it resumes with the values in force then (no
-    bonus, a decay from the first step), not today's defaults, into the same log dir, exactly
-    as a run never stopped."""
+    """A checkpoint written before entropy_bonus, deterministic_games, decay_from and
+    gae_lambda existed lacks them (rewritten here without them): it resumes with the values in
+    force then (no bonus, a decay from the first step), not today's defaults, into the same log
+    dir, exactly as a run never stopped."""
     import json
 
     ck = tmp_path / "ck.npz"
@@ -349,12 +373,13 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
     with np.load(ck) as data:
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
-    for name in ("entropy_bonus", "deterministic_games", "decay_from"):
+    for name in ("entropy_bonus", "deterministic_games", "decay_from", "gae_lambda"):
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
+    assert back.config["gae_lambda"] is None
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
