@@ -73,6 +73,12 @@ class PGConfig(Settings):
     entropy_bonus: float = 0.01
     """weight of the policy's entropy added to the objective, against standardised returns
     (0: none, as in the post)"""
+    entropy_final: float | None = None
+    """an entropy bonus schedule: the bonus moves linearly from entropy_bonus to this over the
+    first entropy_steps agent steps, then stays (lr_decay_steps' decay divides it still;
+    None: entropy_bonus throughout)"""
+    entropy_steps: int = 2_000_000
+    """agent steps over which the entropy bonus moves to entropy_final (only with it)"""
     value_baseline: float | None = None
     """weight of a learned baseline: the network gets a value output trained on the
     discounted returns, and the advantages become the returns less it (0: none, as in the
@@ -134,6 +140,10 @@ class PGConfig(Settings):
             return must("decay_rate", s.decay_rate, "in [0, 1)")
         if not (is_real(s.entropy_bonus) and s.entropy_bonus >= 0):
             return must("entropy_bonus", s.entropy_bonus, ">= 0")
+        if not (s.entropy_final is None or (is_real(s.entropy_final) and s.entropy_final >= 0)):
+            return must("entropy_final", s.entropy_final, "None or a number >= 0")
+        if not at_least(s.entropy_steps, 1):
+            return must("entropy_steps", s.entropy_steps, "an int >= 1")
         if not (s.value_baseline is None or (is_real(s.value_baseline) and s.value_baseline >= 0)):
             return must("value_baseline", s.value_baseline, "None or a number >= 0")
         if not (s.gae_lambda is None or (is_real(s.gae_lambda) and 0 <= s.gae_lambda <= 1)):
@@ -166,7 +176,8 @@ class PGConfig(Settings):
             return must("seed", s.seed, "an int >= 0")
         if not is_bool(s.exact_reduction):
             return must("exact_reduction", s.exact_reduction, "True or False")
-        for name in ("entropy_bonus", "value_baseline"):  # weights against returns of about 1
+        # weights against standardised returns of about 1
+        for name in ("entropy_bonus", "entropy_final", "value_baseline"):
             if (getattr(s, name) or 0) > MAX_WEIGHT:
                 why = "a weight against standardised returns: more makes every gradient overflow"
                 return must(name, getattr(s, name), f"at most {MAX_WEIGHT} ({why})")
@@ -203,7 +214,7 @@ class PGConfig(Settings):
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  deterministic_games=0.0, average_half_life=0.0, value_baseline=0.0,
-                 decay_from=0, gae_lambda=None)  # fmt: skip
+                 decay_from=0, gae_lambda=None, entropy_final=None)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,7 @@ class ParallelPG(PGRun):
         adv = standardise(adv).astype(np.float32)
         dlogits = np.array(steps.dlogits)
         weighted = dlogits * adv[:, None]
-        beta = self.config["entropy_bonus"] / self.decay()
+        beta = self.entropy_weight()
         if beta:  # + beta d H / d logits: keeps the policy from settling too soon
             weighted += np.float32(beta) * self.net.entropy_dlogits(dlogits, steps.actions)
         c = self.config["value_baseline"]
@@ -300,6 +300,14 @@ class ParallelPG(PGRun):
         ``decay_from`` (only -, + and /, so every rank on every host computes the same bits)."""
         H, past = self.config["lr_decay_steps"], self.steps - self.config["decay_from"]
         return 1.0 if H is None or past <= 0 else 1 + past / H
+
+    def entropy_weight(self) -> float:
+        """This update's entropy bonus over :meth:`decay`: ``entropy_bonus``, or with
+        ``entropy_final``, moved linearly to it over the first ``entropy_steps`` agent steps."""
+        c, beta = self.config, self.config["entropy_bonus"]
+        if c["entropy_final"] is not None:
+            beta += (c["entropy_final"] - beta) * min(self.steps / c["entropy_steps"], 1.0)
+        return beta / self.decay()
 
     @property
     def learning_rate(self) -> float:

@@ -252,6 +252,8 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
         (dict(entropy_bonus=-0.1), "entropy_bonus must be >= 0, got -0.1"),
+        (dict(entropy_final=-0.1), "entropy_final must be None or a number >= 0, got -0.1"),
+        (dict(entropy_steps=0), "entropy_steps must be an int >= 1, got 0"),
         (dict(decay_rate=1.0), "decay_rate must be in [0, 1), got 1.0"),
         (dict(hidden_size=0), "hidden_size must be an int >= 1, got 0"),
         (dict(seed=-2), "seed must be an int >= 0, got -2"),
@@ -360,10 +362,10 @@ def test_with_deterministic_games_only_the_sticky_games_are_logged(share, monkey
 
 
 def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
-    """A checkpoint written before entropy_bonus, deterministic_games, decay_from and
-    gae_lambda existed lacks them (rewritten here without them): it resumes with the values in
-    force then (no bonus, a decay from the first step), not today's defaults, into the same log
-    dir, exactly as a run never stopped."""
+    """A checkpoint written before entropy_bonus, deterministic_games, decay_from and the
+    screens' settings (gae_lambda, entropy_final, ...) existed lacks them (rewritten here
+    without them): it resumes with the values in force then (no bonus, a decay from the first
+    step), not today's defaults, into the same log dir, exactly as a run never stopped."""
     import json
 
     ck = tmp_path / "ck.npz"
@@ -373,13 +375,20 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
     with np.load(ck) as data:
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
-    for name in ("entropy_bonus", "deterministic_games", "decay_from", "gae_lambda"):
+    for name in (
+        "entropy_bonus",
+        "deterministic_games",
+        "decay_from",
+        "gae_lambda",
+        "entropy_final",
+        "entropy_steps",
+    ):
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
-    assert back.config["gae_lambda"] is None
+    assert back.config["gae_lambda"] is None and back.config["entropy_final"] is None
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
@@ -424,6 +433,25 @@ def test_the_late_decay_divides_the_entropy_bonus_too():
     undecayed = _cartpole(entropy_bonus=0.02, learning_rate=decayed.learning_rate / 2,
                           lr_decay_steps=None).train(updates=1)  # fmt: skip
     assert not np.array_equal(undecayed.net.params, plain.net.params)  # the bonus counts
+
+
+def test_an_entropy_schedule_moves_the_bonus_linearly_then_keeps_it():
+    agent = _cartpole(entropy_bonus=0.02, entropy_final=0.005, entropy_steps=100)
+    for steps, beta in [(0, 0.02), (50, 0.0125), (100, 0.005), (10**6, 0.005)]:
+        agent.steps = steps
+        assert agent.entropy_weight() == pytest.approx(beta, rel=1e-12), steps
+    assert "entropy bonus 0.02 to 0.005 over 100 agent steps" in agent.describe().text
+    decayed = _cartpole(entropy_bonus=0.02, entropy_final=0.005, entropy_steps=100,
+                        lr_decay_steps=100, decay_from=50)  # fmt: skip
+    decayed.steps = 150  # the schedule's end, divided by 1 + (150 - 50) / 100
+    assert decayed.entropy_weight() == pytest.approx(0.0025, rel=1e-12)
+    # None changes nothing, whatever entropy_steps; nor a schedule that stays where it starts
+    plain = _cartpole(entropy_bonus=0.01).train(updates=3)
+    for kw in (dict(entropy_steps=7), dict(entropy_final=0.01, entropy_steps=7)):
+        same = _cartpole(entropy_bonus=0.01, **kw).train(updates=3)
+        np.testing.assert_array_equal(same.net.params, plain.net.params)
+    moved = _cartpole(entropy_bonus=0.01, entropy_final=1.0, entropy_steps=7).train(updates=3)
+    assert not np.array_equal(moved.net.params, plain.net.params)
 
 
 def test_an_entropy_bonus_keeps_the_policy_less_certain():
