@@ -270,7 +270,7 @@ PARSERS = {
                      "mutation_rate"], fraction),
     **dict.fromkeys(["entropy_bonus", "entropy_final", "value_baseline", "average_half_life"],
                     non_negative_float),
-    "learning_rate": positive_float,
+    **dict.fromkeys(["learning_rate", "value_lr_scale"], positive_float),
     "lr_decay_steps": positive_int_or_none,
     "frame_skip": frame_skip,
 }  # fmt: skip

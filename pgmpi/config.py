@@ -83,6 +83,10 @@ class PGConfig(Settings):
     """weight of a learned baseline: the network gets a value output trained on the
     discounted returns, and the advantages become the returns less it (0: none, as in the
     post; None: 0.05 for Pong, whose returns lie in [-1, 1], 0 for other envs)"""
+    value_lr_scale: float = 1.0
+    """the learned baseline's own step size, a multiple of the policy's: each update's step of
+    the value output's weights is scaled by this (Adam and RMSProp step each weight by its
+    normalised gradient, so scaling that gradient would not; 1: the policy's step)"""
     gae_lambda: float | None = None
     """with a learned baseline, the advantages become GAE(lambda) within each rally, from the
     baseline's values (1: the returns less the values; 0: one-step TD residuals); the value
@@ -146,6 +150,10 @@ class PGConfig(Settings):
             return must("entropy_steps", s.entropy_steps, "an int >= 1")
         if not (s.value_baseline is None or (is_real(s.value_baseline) and s.value_baseline >= 0)):
             return must("value_baseline", s.value_baseline, "None or a number >= 0")
+        if not (is_real(s.value_lr_scale) and s.value_lr_scale > 0):
+            return must("value_lr_scale", s.value_lr_scale, "a number > 0")
+        if s.value_lr_scale != 1 and s.value_baseline == 0:
+            return "value_lr_scale needs a learned baseline: value_baseline > 0 (it is 0)"
         if not (s.gae_lambda is None or (is_real(s.gae_lambda) and 0 <= s.gae_lambda <= 1)):
             return must("gae_lambda", s.gae_lambda, "None or a number in [0, 1]")
         if s.gae_lambda is not None and s.value_baseline == 0:
@@ -214,7 +222,8 @@ class PGConfig(Settings):
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  deterministic_games=0.0, average_half_life=0.0, value_baseline=0.0,
-                 decay_from=0, gae_lambda=None, entropy_final=None)  # fmt: skip
+                 decay_from=0, gae_lambda=None, entropy_final=None,
+                 value_lr_scale=1.0)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -240,7 +240,11 @@ class ParallelPG(PGRun):
                 f"update {self.update + 1}: non-finite or huge gradient in {bad} game(s); "
                 "lower learning_rate or check the env's rewards"
             )
+        scale, value = c["value_lr_scale"], self.net.W2[:, -1]  # the baseline's step size
+        before = value.copy() if scale != 1 else None
         self.optimizer.step(self.net.params, grad, self.step_size())  # the same on every rank
+        if before is not None:  # the value output's step, scaled
+            value[:] = before + np.float32(scale) * (value - before)
         if not np.isfinite(self.net.params.sum(dtype=np.float64)):  # the same on every rank
             raise mpi.NonFiniteError(
                 f"update {self.update + 1}: the optimizer step made the parameters non-finite "

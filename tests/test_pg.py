@@ -174,6 +174,21 @@ def test_a_learned_baseline_update_is_the_textbook_one(monkeypatch):
     assert not np.allclose(agent.net.params, update(False), rtol=2e-4, atol=1e-7)
 
 
+def test_value_lr_scale_scales_the_value_outputs_step_only():
+    """One update from the same start: every weight but the value output's moves as without
+    the scale, bit for bit, and the value output moves a quarter as far."""
+    plain, slow = (
+        _cartpole(value_baseline=0.5, optimizer="adam", value_lr_scale=s) for s in (1, 0.25)
+    )
+    start = plain.net.W2[:, -1].copy()
+    plain.train(updates=1), slow.train(updates=1)
+    assert np.array_equal(slow.net.W1, plain.net.W1)
+    assert np.array_equal(slow.net.W2[:, :-1], plain.net.W2[:, :-1])
+    np.testing.assert_allclose(slow.net.W2[:, -1] - start, 0.25 * (plain.net.W2[:, -1] - start),
+                               rtol=1e-5, atol=1e-9)  # fmt: skip
+    assert (plain.net.W2[:, -1] != start).all()
+
+
 def test_exact_and_float_reductions_agree_closely():
     exact = _cartpole().train(episodes=12)
     plain = _cartpole(exact_reduction=False).train(episodes=12)
@@ -249,6 +264,8 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(gamma=1.5), "gamma must be in (0, 1], got 1.5"),
         (dict(gae_lambda=1.5, value_baseline=0.1), "gae_lambda must be None or a number in [0, 1]"),
         (dict(gae_lambda=0.9), "gae_lambda needs a learned baseline: value_baseline > 0"),
+        (dict(value_lr_scale=0.0, value_baseline=0.1), "value_lr_scale must be a number > 0"),
+        (dict(value_lr_scale=2.0), "value_lr_scale needs a learned baseline"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
         (dict(entropy_bonus=-0.1), "entropy_bonus must be >= 0, got -0.1"),
@@ -375,20 +392,15 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
     with np.load(ck) as data:
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
-    for name in (
-        "entropy_bonus",
-        "deterministic_games",
-        "decay_from",
-        "gae_lambda",
-        "entropy_final",
-        "entropy_steps",
-    ):
+    screens = ("gae_lambda", "entropy_final", "entropy_steps", "value_lr_scale")
+    for name in ("entropy_bonus", "deterministic_games", "decay_from", *screens):
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
     assert back.config["gae_lambda"] is None and back.config["entropy_final"] is None
+    assert back.config["value_lr_scale"] == 1
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
