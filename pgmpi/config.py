@@ -118,6 +118,9 @@ class PGConfig(Settings):
     """Pong's emulator frames per agent step: 4 (ALE v5's), or [2, 4], drawn uniformly from
     2, 3, 4 at every step from the game's own stream (gym's Pong-v0, the post's game; the
     flag: 4 or 2-4)"""
+    frame_stack: int = 0
+    """Pong's input: 0, the difference of the last two preprocessed frames (the post's); 2,
+    the two frames themselves, side by side (12,800 inputs)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """a game that reaches this many agent steps ends, truncated"""
     seed: int = 0
@@ -178,6 +181,8 @@ class PGConfig(Settings):
                                 and all(map(_skip, skip)) and skip[0] <= skip[1])):  # fmt: skip
             return must("frame_skip", skip, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] "
                         f"with 1 <= low <= high <= {MAX_FRAME_SKIP}")  # fmt: skip
+        if not (is_int(s.frame_stack) and s.frame_stack in (0, 2)):
+            return must("frame_stack", s.frame_stack, "0 or 2")
         if not at_least(s.max_episode_steps, 1):
             return must("max_episode_steps", s.max_episode_steps, "an int >= 1")
         if not at_least(s.seed, 0):
@@ -199,6 +204,8 @@ class PGConfig(Settings):
                 f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
                 "(ALE saves their state); pass whole_games=True"
             )
+        if s.frame_stack and not probe.is_pong:
+            return f"env {probe.env_id!r}: frame_stack is for Pong's frames only; pass 0"
         if not probe.discrete:
             return f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
         return memory.pg_problem(probe.n_inputs, probe.n_actions, s, local)
@@ -223,7 +230,7 @@ class PGConfig(Settings):
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  deterministic_games=0.0, average_half_life=0.0, value_baseline=0.0,
                  decay_from=0, gae_lambda=None, entropy_final=None,
-                 value_lr_scale=1.0)  # fmt: skip
+                 value_lr_scale=1.0, frame_stack=0)  # fmt: skip
 
 
 @dataclass(frozen=True)

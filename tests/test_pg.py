@@ -189,6 +189,16 @@ def test_value_lr_scale_scales_the_value_outputs_step_only():
     assert (plain.net.W2[:, -1] != start).all()
 
 
+def test_a_frame_stack_feeds_the_network_two_frames_and_resumes_exactly(tmp_path):
+    agent = _pong(frame_stack=2).train(updates=1)
+    assert agent.net.W1.shape == (12800, 8) and agent.probe.n_inputs == 12800
+    back = ParallelPG.load(agent.save(tmp_path / "ck.npz"), quiet=True)
+    assert back.config["frame_stack"] == 2
+    agent.train(updates=3), back.train(updates=3)
+    np.testing.assert_array_equal(back.net.params, agent.net.params)
+    assert np.isfinite(agent.evaluate(1))
+
+
 def test_exact_and_float_reductions_agree_closely():
     exact = _cartpole().train(episodes=12)
     plain = _cartpole(exact_reduction=False).train(episodes=12)
@@ -266,6 +276,8 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(gae_lambda=0.9), "gae_lambda needs a learned baseline: value_baseline > 0"),
         (dict(value_lr_scale=0.0, value_baseline=0.1), "value_lr_scale must be a number > 0"),
         (dict(value_lr_scale=2.0), "value_lr_scale needs a learned baseline"),
+        (dict(frame_stack=1), "frame_stack must be 0 or 2, got 1"),
+        (dict(frame_stack=2), "frame_stack is for Pong's frames only"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
         (dict(entropy_bonus=-0.1), "entropy_bonus must be >= 0, got -0.1"),
@@ -392,7 +404,7 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
     with np.load(ck) as data:
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
-    screens = ("gae_lambda", "entropy_final", "entropy_steps", "value_lr_scale")
+    screens = ("gae_lambda", "entropy_final", "entropy_steps", "value_lr_scale", "frame_stack")
     for name in ("entropy_bonus", "deterministic_games", "decay_from", *screens):
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
@@ -400,7 +412,7 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
     assert back.config["gae_lambda"] is None and back.config["entropy_final"] is None
-    assert back.config["value_lr_scale"] == 1
+    assert back.config["value_lr_scale"] == 1 and back.config["frame_stack"] == 0
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
