@@ -73,10 +73,24 @@ class PGConfig(Settings):
     entropy_bonus: float = 0.01
     """weight of the policy's entropy added to the objective, against standardised returns
     (0: none, as in the post)"""
+    entropy_final: float | None = None
+    """an entropy bonus schedule: the bonus moves linearly from entropy_bonus to this over the
+    first entropy_steps agent steps, then stays (lr_decay_steps' decay divides it still;
+    None: entropy_bonus throughout)"""
+    entropy_steps: int = 2_000_000
+    """agent steps over which the entropy bonus moves to entropy_final (only with it)"""
     value_baseline: float | None = None
     """weight of a learned baseline: the network gets a value output trained on the
     discounted returns, and the advantages become the returns less it (0: none, as in the
     post; None: 0.05 for Pong, whose returns lie in [-1, 1], 0 for other envs)"""
+    value_lr_scale: float = 1.0
+    """the learned baseline's own step size, a multiple of the policy's: each update's step of
+    the value output's weights is scaled by this (Adam and RMSProp step each weight by its
+    normalised gradient, so scaling that gradient would not; 1: the policy's step)"""
+    gae_lambda: float | None = None
+    """with a learned baseline, the advantages become GAE(lambda) within each rally, from the
+    baseline's values (1: the returns less the values; 0: one-step TD residuals); the value
+    output still learns the discounted returns (None: the returns less the values)"""
     average_half_life: float = 200.0
     """the policy evaluate() and act() play: a running average of the parameters with this
     half-life in updates, kept beside training and never fed back (0: the live parameters,
@@ -104,6 +118,9 @@ class PGConfig(Settings):
     """Pong's emulator frames per agent step: 4 (ALE v5's), or [2, 4], drawn uniformly from
     2, 3, 4 at every step from the game's own stream (gym's Pong-v0, the post's game; the
     flag: 4 or 2-4)"""
+    frame_stack: int = 0
+    """Pong's input: 0, the difference of the last two preprocessed frames (the post's); 2,
+    the two frames themselves, side by side (12,800 inputs)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """a game that reaches this many agent steps ends, truncated"""
     seed: int = 0
@@ -130,8 +147,20 @@ class PGConfig(Settings):
             return must("decay_rate", s.decay_rate, "in [0, 1)")
         if not (is_real(s.entropy_bonus) and s.entropy_bonus >= 0):
             return must("entropy_bonus", s.entropy_bonus, ">= 0")
+        if not (s.entropy_final is None or (is_real(s.entropy_final) and s.entropy_final >= 0)):
+            return must("entropy_final", s.entropy_final, "None or a number >= 0")
+        if not at_least(s.entropy_steps, 1):
+            return must("entropy_steps", s.entropy_steps, "an int >= 1")
         if not (s.value_baseline is None or (is_real(s.value_baseline) and s.value_baseline >= 0)):
             return must("value_baseline", s.value_baseline, "None or a number >= 0")
+        if not (is_real(s.value_lr_scale) and s.value_lr_scale > 0):
+            return must("value_lr_scale", s.value_lr_scale, "a number > 0")
+        if s.value_lr_scale != 1 and s.value_baseline == 0:
+            return "value_lr_scale needs a learned baseline: value_baseline > 0 (it is 0)"
+        if not (s.gae_lambda is None or (is_real(s.gae_lambda) and 0 <= s.gae_lambda <= 1)):
+            return must("gae_lambda", s.gae_lambda, "None or a number in [0, 1]")
+        if s.gae_lambda is not None and s.value_baseline == 0:
+            return "gae_lambda needs a learned baseline: value_baseline > 0 (it is 0)"
         if not (is_real(s.average_half_life) and s.average_half_life >= 0):
             return must("average_half_life", s.average_half_life, ">= 0")
         if not (is_real(s.gamma) and 0 < s.gamma <= 1):
@@ -152,13 +181,16 @@ class PGConfig(Settings):
                                 and all(map(_skip, skip)) and skip[0] <= skip[1])):  # fmt: skip
             return must("frame_skip", skip, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] "
                         f"with 1 <= low <= high <= {MAX_FRAME_SKIP}")  # fmt: skip
+        if not (is_int(s.frame_stack) and s.frame_stack in (0, 2)):
+            return must("frame_stack", s.frame_stack, "0 or 2")
         if not at_least(s.max_episode_steps, 1):
             return must("max_episode_steps", s.max_episode_steps, "an int >= 1")
         if not at_least(s.seed, 0):
             return must("seed", s.seed, "an int >= 0")
         if not is_bool(s.exact_reduction):
             return must("exact_reduction", s.exact_reduction, "True or False")
-        for name in ("entropy_bonus", "value_baseline"):  # weights against returns of about 1
+        # weights against standardised returns of about 1
+        for name in ("entropy_bonus", "entropy_final", "value_baseline"):
             if (getattr(s, name) or 0) > MAX_WEIGHT:
                 why = "a weight against standardised returns: more makes every gradient overflow"
                 return must(name, getattr(s, name), f"at most {MAX_WEIGHT} ({why})")
@@ -172,6 +204,8 @@ class PGConfig(Settings):
                 f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
                 "(ALE saves their state); pass whole_games=True"
             )
+        if s.frame_stack and not probe.is_pong:
+            return f"env {probe.env_id!r}: frame_stack is for Pong's frames only; pass 0"
         if not probe.discrete:
             return f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
         return memory.pg_problem(probe.n_inputs, probe.n_actions, s, local)
@@ -195,7 +229,8 @@ class PGConfig(Settings):
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  deterministic_games=0.0, average_half_life=0.0, value_baseline=0.0,
-                 decay_from=0)  # fmt: skip
+                 decay_from=0, gae_lambda=None, entropy_final=None,
+                 value_lr_scale=1.0, frame_stack=0)  # fmt: skip
 
 
 @dataclass(frozen=True)

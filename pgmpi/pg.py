@@ -51,6 +51,16 @@ def discounted_returns(rewards: np.ndarray, gamma: float, ends: np.ndarray) -> n
     return out
 
 
+def gae(rewards, values: np.ndarray, gamma: float, lam: float, ends) -> np.ndarray:
+    """GAE(lambda) advantages (Schulman et al. 2016), restarting where ``ends[t]``: the
+    residuals delta_t = r_t + gamma v_{t+1} - v_t (v after an end is 0), discounted by
+    gamma lambda. lambda 1 gives the returns less the values; lambda 0, the residuals."""
+    ends = np.asarray(ends, dtype=bool)
+    after = np.where(ends, 0.0, np.append(values[1:], 0.0))  # v_{t+1}
+    deltas = np.asarray(rewards, dtype=np.float64) + gamma * after - values
+    return discounted_returns(deltas, gamma * lam, ends)
+
+
 def standardise(x: np.ndarray) -> np.ndarray:
     """(x - mean) / std, or x - mean where the std is zero."""
     x = x - x.mean()
@@ -148,17 +158,22 @@ class ParallelPG(PGRun):
 
     def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
         """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
-        standardised discounted returns (less the learned baseline's values, with one), as
-        (rows, values) (None if no rally finished)."""
+        standardised discounted returns (less the learned baseline's values, with one; or
+        GAE(lambda) from them, with ``gae_lambda``), as (rows, values) (None if no rally
+        finished)."""
         steps = self.open_rallies.known(k, piece, self.net)  # a rally's steps wait for its point
         if steps is None:
             return None
-        returns = discounted_returns(steps.rewards, self.config["gamma"], steps.ends)
+        gamma, lam = self.config["gamma"], self.config["gae_lambda"]
+        returns = discounted_returns(steps.rewards, gamma, steps.ends)
         values = self.net.values(steps.caches)  # zeros without a baseline
-        adv = standardise(returns - values).astype(np.float32)
+        adv = returns - values
+        if lam is not None:  # GAE(lambda) from the same values, rally by rally
+            adv = gae(steps.rewards, values, gamma, lam, steps.ends)
+        adv = standardise(adv).astype(np.float32)
         dlogits = np.array(steps.dlogits)
         weighted = dlogits * adv[:, None]
-        beta = self.config["entropy_bonus"] / self.decay()
+        beta = self.entropy_weight()
         if beta:  # + beta d H / d logits: keeps the policy from settling too soon
             weighted += np.float32(beta) * self.net.entropy_dlogits(dlogits, steps.actions)
         c = self.config["value_baseline"]
@@ -225,7 +240,11 @@ class ParallelPG(PGRun):
                 f"update {self.update + 1}: non-finite or huge gradient in {bad} game(s); "
                 "lower learning_rate or check the env's rewards"
             )
+        scale, value = c["value_lr_scale"], self.net.W2[:, -1]  # the baseline's step size
+        before = value.copy() if scale != 1 else None
         self.optimizer.step(self.net.params, grad, self.step_size())  # the same on every rank
+        if before is not None:  # the value output's step, scaled
+            value[:] = before + np.float32(scale) * (value - before)
         if not np.isfinite(self.net.params.sum(dtype=np.float64)):  # the same on every rank
             raise mpi.NonFiniteError(
                 f"update {self.update + 1}: the optimizer step made the parameters non-finite "
@@ -285,6 +304,14 @@ class ParallelPG(PGRun):
         ``decay_from`` (only -, + and /, so every rank on every host computes the same bits)."""
         H, past = self.config["lr_decay_steps"], self.steps - self.config["decay_from"]
         return 1.0 if H is None or past <= 0 else 1 + past / H
+
+    def entropy_weight(self) -> float:
+        """This update's entropy bonus over :meth:`decay`: ``entropy_bonus``, or with
+        ``entropy_final``, moved linearly to it over the first ``entropy_steps`` agent steps."""
+        c, beta = self.config, self.config["entropy_bonus"]
+        if c["entropy_final"] is not None:
+            beta += (c["entropy_final"] - beta) * min(self.steps / c["entropy_steps"], 1.0)
+        return beta / self.decay()
 
     @property
     def learning_rate(self) -> float:

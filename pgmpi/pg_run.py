@@ -57,15 +57,21 @@ class PGRun:
         """For the run header: parameters, slots and how they play, the optimizer, the Pong
         protocol; a step's units of work are the slots."""
         c = self.config
+        moves = c["entropy_final"] is not None  # an entropy bonus schedule
         text = (
             f"{self.net.params.size:,} params | {c['slots']} slots ({self._slots_note}) of "
             f"{c['steps_per_slot']} steps"
             + (", then to the end of a game" if c["whole_games"] else ", open rallies carried over")
             + f" | {c['optimizer']} lr {self.learning_rate:g}, {c['batch_gradient']} over slots"
-            + (f", entropy bonus {c['entropy_bonus']:g}" if c["entropy_bonus"] else "")
+            + (f", entropy bonus {c['entropy_bonus']:g}" if c["entropy_bonus"] or moves else "")
+            + (
+                f" to {c['entropy_final']:g} over {c['entropy_steps']:,} agent steps"
+                if moves
+                else ""
+            )  # fmt: skip
             + (f", learned baseline {c['value_baseline']:g}" if c["value_baseline"] else "")
             + (
-                f", lr{' and bonus' if c['entropy_bonus'] else ''} decayed past "
+                f", lr{' and bonus' if c['entropy_bonus'] or moves else ''} decayed past "
                 f"{c['decay_from']:,} agent steps (halved "
                 f"{c['lr_decay_steps']:,} later)"
                 if c["lr_decay_steps"]
@@ -135,7 +141,9 @@ class PGRun:
         sticky = c["sticky_actions"] if as_trained else sticky
         skip = c["frame_skip"] if as_trained else 4
         cap = c["max_episode_steps"]
-        new_game = partial(make_game, self._make_env, sticky, cap, skip)
+        new_game = partial(
+            make_game, self._make_env, sticky, cap, skip, frame_stack=c["frame_stack"]
+        )
         net = self.net if live else self.policy
         play = partial(rollout.whole_games, net, new_game, greedy=greedy)
         self.evaluation_returns = evaluation_returns(episodes, c["seed"], self.evaluations, play)

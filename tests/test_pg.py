@@ -8,7 +8,7 @@ import pytest
 
 from pgmpi import ConfigError, NonFiniteError, ParallelPG, rollout
 from pgmpi.networks import sparse
-from pgmpi.pg import discounted_returns, standardise
+from pgmpi.pg import discounted_returns, gae, standardise
 from pgmpi.presets import PRESETS
 
 
@@ -23,6 +23,28 @@ def test_discounted_returns_plain_and_with_pong_reset():
     s = standardise(np.array([1.0, 2.0, 3.0]))
     assert abs(s.mean()) < 1e-12 and abs(s.std() - 1) < 1e-12
     assert np.all(standardise(np.ones(4)) == 0)
+
+
+def test_gae_by_hand():
+    """gamma 0.5, two rallies (ends at steps 2 and 4). The residuals r_t + 0.5 v_{t+1} - v_t,
+    with v 0 after a rally's end: 0 + 0.2 - 0.2, 0 + 0.3 - 0.4, 1 - 0.6, 0 - 0.2 + 0.2, -1 + 0.4."""
+    r, v = np.array([0.0, 0.0, 1.0, 0.0, -1.0]), np.array([0.2, 0.4, 0.6, -0.2, -0.4])
+    ends = np.array([0, 0, 1, 0, 1], dtype=bool)
+    residuals = [0.0, -0.1, 0.4, 0.0, -0.6]
+    np.testing.assert_allclose(gae(r, v, 0.5, 0.0, ends), residuals, atol=1e-15)
+    # lambda 1: the returns [0.25, 0.5, 1, -0.5, -1] less the values
+    np.testing.assert_allclose(gae(r, v, 0.5, 1.0, ends), [0.05, 0.1, 0.4, -0.3, -0.6])
+    np.testing.assert_allclose(gae(r, v, 0.5, 1.0, ends), discounted_returns(r, 0.5, ends) - v)
+    # lambda 0.5: residuals discounted by 0.25 within each rally
+    np.testing.assert_allclose(gae(r, v, 0.5, 0.5, ends), [0.0, 0.0, 0.4, -0.15, -0.6], atol=1e-15)
+
+
+def test_gae_lambda_changes_the_update_and_is_kept_in_checkpoints(tmp_path):
+    plain, lam = _pong().train(updates=2), _pong(gae_lambda=0.9).train(updates=2)
+    assert plain.config["gae_lambda"] is None and lam.config["gae_lambda"] == 0.9
+    assert not np.array_equal(plain.net.params, lam.net.params)
+    back = ParallelPG.load(lam.save(tmp_path / "ck.npz"), quiet=True)
+    assert back.config["gae_lambda"] == 0.9
 
 
 def _cartpole(**kw):
@@ -152,6 +174,31 @@ def test_a_learned_baseline_update_is_the_textbook_one(monkeypatch):
     assert not np.allclose(agent.net.params, update(False), rtol=2e-4, atol=1e-7)
 
 
+def test_value_lr_scale_scales_the_value_outputs_step_only():
+    """One update from the same start: every weight but the value output's moves as without
+    the scale, bit for bit, and the value output moves a quarter as far."""
+    plain, slow = (
+        _cartpole(value_baseline=0.5, optimizer="adam", value_lr_scale=s) for s in (1, 0.25)
+    )
+    start = plain.net.W2[:, -1].copy()
+    plain.train(updates=1), slow.train(updates=1)
+    assert np.array_equal(slow.net.W1, plain.net.W1)
+    assert np.array_equal(slow.net.W2[:, :-1], plain.net.W2[:, :-1])
+    np.testing.assert_allclose(slow.net.W2[:, -1] - start, 0.25 * (plain.net.W2[:, -1] - start),
+                               rtol=1e-5, atol=1e-9)  # fmt: skip
+    assert (plain.net.W2[:, -1] != start).all()
+
+
+def test_a_frame_stack_feeds_the_network_two_frames_and_resumes_exactly(tmp_path):
+    agent = _pong(frame_stack=2).train(updates=1)
+    assert agent.net.W1.shape == (12800, 8) and agent.probe.n_inputs == 12800
+    back = ParallelPG.load(agent.save(tmp_path / "ck.npz"), quiet=True)
+    assert back.config["frame_stack"] == 2
+    agent.train(updates=3), back.train(updates=3)
+    np.testing.assert_array_equal(back.net.params, agent.net.params)
+    assert np.isfinite(agent.evaluate(1))
+
+
 def test_exact_and_float_reductions_agree_closely():
     exact = _cartpole().train(episodes=12)
     plain = _cartpole(exact_reduction=False).train(episodes=12)
@@ -225,9 +272,17 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(whole_games="no"), "whole_games must be None, True or False, got 'no'"),
         (dict(whole_games=False), "only Pong games can stop mid-game between updates"),
         (dict(gamma=1.5), "gamma must be in (0, 1], got 1.5"),
+        (dict(gae_lambda=1.5, value_baseline=0.1), "gae_lambda must be None or a number in [0, 1]"),
+        (dict(gae_lambda=0.9), "gae_lambda needs a learned baseline: value_baseline > 0"),
+        (dict(value_lr_scale=0.0, value_baseline=0.1), "value_lr_scale must be a number > 0"),
+        (dict(value_lr_scale=2.0), "value_lr_scale needs a learned baseline"),
+        (dict(frame_stack=1), "frame_stack must be 0 or 2, got 1"),
+        (dict(frame_stack=2), "frame_stack is for Pong's frames only"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
         (dict(entropy_bonus=-0.1), "entropy_bonus must be >= 0, got -0.1"),
+        (dict(entropy_final=-0.1), "entropy_final must be None or a number >= 0, got -0.1"),
+        (dict(entropy_steps=0), "entropy_steps must be an int >= 1, got 0"),
         (dict(decay_rate=1.0), "decay_rate must be in [0, 1), got 1.0"),
         (dict(hidden_size=0), "hidden_size must be an int >= 1, got 0"),
         (dict(seed=-2), "seed must be an int >= 0, got -2"),
@@ -336,10 +391,10 @@ def test_with_deterministic_games_only_the_sticky_games_are_logged(share, monkey
 
 
 def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
-    """A checkpoint written before entropy_bonus, deterministic_games and decay_from existed
-    lacks them (rewritten here without them): it resumes with the values in force then (no
-    bonus, a decay from the first step), not today's defaults, into the same log dir, exactly
-    as a run never stopped."""
+    """A checkpoint written before entropy_bonus, deterministic_games, decay_from and the
+    screens' settings (gae_lambda, entropy_final, ...) existed lacks them (rewritten here
+    without them): it resumes with the values in force then (no bonus, a decay from the first
+    step), not today's defaults, into the same log dir, exactly as a run never stopped."""
     import json
 
     ck = tmp_path / "ck.npz"
@@ -349,12 +404,15 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
     with np.load(ck) as data:
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
-    for name in ("entropy_bonus", "deterministic_games", "decay_from"):
+    screens = ("gae_lambda", "entropy_final", "entropy_steps", "value_lr_scale", "frame_stack")
+    for name in ("entropy_bonus", "deterministic_games", "decay_from", *screens):
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
+    assert back.config["gae_lambda"] is None and back.config["entropy_final"] is None
+    assert back.config["value_lr_scale"] == 1 and back.config["frame_stack"] == 0
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
@@ -399,6 +457,25 @@ def test_the_late_decay_divides_the_entropy_bonus_too():
     undecayed = _cartpole(entropy_bonus=0.02, learning_rate=decayed.learning_rate / 2,
                           lr_decay_steps=None).train(updates=1)  # fmt: skip
     assert not np.array_equal(undecayed.net.params, plain.net.params)  # the bonus counts
+
+
+def test_an_entropy_schedule_moves_the_bonus_linearly_then_keeps_it():
+    agent = _cartpole(entropy_bonus=0.02, entropy_final=0.005, entropy_steps=100)
+    for steps, beta in [(0, 0.02), (50, 0.0125), (100, 0.005), (10**6, 0.005)]:
+        agent.steps = steps
+        assert agent.entropy_weight() == pytest.approx(beta, rel=1e-12), steps
+    assert "entropy bonus 0.02 to 0.005 over 100 agent steps" in agent.describe().text
+    decayed = _cartpole(entropy_bonus=0.02, entropy_final=0.005, entropy_steps=100,
+                        lr_decay_steps=100, decay_from=50)  # fmt: skip
+    decayed.steps = 150  # the schedule's end, divided by 1 + (150 - 50) / 100
+    assert decayed.entropy_weight() == pytest.approx(0.0025, rel=1e-12)
+    # None changes nothing, whatever entropy_steps; nor a schedule that stays where it starts
+    plain = _cartpole(entropy_bonus=0.01).train(updates=3)
+    for kw in (dict(entropy_steps=7), dict(entropy_final=0.01, entropy_steps=7)):
+        same = _cartpole(entropy_bonus=0.01, **kw).train(updates=3)
+        np.testing.assert_array_equal(same.net.params, plain.net.params)
+    moved = _cartpole(entropy_bonus=0.01, entropy_final=1.0, entropy_steps=7).train(updates=3)
+    assert not np.array_equal(moved.net.params, plain.net.params)
 
 
 def test_an_entropy_bonus_keeps_the_policy_less_certain():

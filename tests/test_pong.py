@@ -54,6 +54,34 @@ def test_direct_ale_step_is_gymnasiums_step():
     assert games >= 2  # and so new games started by Game's restore of the start state
 
 
+def test_frame_stack_feeds_the_two_frames_whose_difference_is_the_default_input():
+    """Played alike, a frame_stack 2 game's input is this frame's foreground then the one
+    before's (a game's first: its first frame twice), their difference the default game's
+    input; gymnasium's frames give the same input from outside; and a game moved to a new
+    Game by snapshot and restore every 50 steps plays on with the same inputs."""
+    diff, stack, moved = PongGame(), PongGame(frame_stack=2), PongGame(frame_stack=2)
+    env = make_gym("ALE/Pong-v5")
+    assert (diff.n_inputs, stack.n_inputs) == (6400, 12800)
+    for game in (diff, stack, moved):
+        game.new_game(seed=0)
+    x, prev = stack.outside_input(env.reset(seed=0)[0], None)
+    first = dense(stack.x, 12800)
+    assert np.array_equal(first[:6400], first[6400:]) and np.array_equal(dense(x, 12800), first)
+    for t in range(300):
+        a = (t // 7) % 2
+        if t % 50 == 0:
+            back = PongGame(frame_stack=2)
+            back.restore(moved.snapshot(), seed=0)
+            moved = back
+        for game in (diff, stack, moved):
+            game.step(a)
+        x, prev = stack.outside_input(env.step(PONG_UP if a == 0 else PONG_DOWN)[0], prev)
+        both = dense(stack.x, 12800)
+        assert np.array_equal(both[:6400] - both[6400:], dense(diff.x, 6400))
+        assert np.array_equal(both[:6400], stack._prev) and np.array_equal(dense(x, 12800), both)
+        assert np.array_equal(dense(moved.x, 12800), both)
+
+
 class _RecordingALE:
     """The real ALE, with every action it is sent written down (a spy, not a stand-in)."""
 
