@@ -18,6 +18,8 @@ figures docs/benchmarks.md and the tutorial show):
   kept in benchmarks/recordings/es_scaling_costs.npz (``benchmarks/es_scaling.py``);
 * ``es_time_to_score.png``: ParallelES's evaluated snapshots and return curves kept in
   benchmarks/recordings/es_time_to_score.json (``benchmarks/es_time_to_score.py``);
+* ``es_screens.png``: ParallelES's screens, each run's smoothed current return, kept in
+  benchmarks/recordings/es_screens.json by ``benchmarks/es_screens.py RUN_DIR ... --docs``;
 * ``ga_time_to_score.png``: PrunedGA's BipedalWalker runs (each evaluated best network's
   100-episode mean and the training curve) that ``benchmarks/ga_time_to_score.py --docs``
   kept in benchmarks/recordings/ga_time_to_score.json;
@@ -52,6 +54,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
 import es_scaling  # noqa: E402
+import es_screens  # noqa: E402
 import es_time_to_score  # noqa: E402
 import ga_figures  # noqa: E402
 import ga_time_to_score  # noqa: E402
@@ -191,6 +194,13 @@ def main() -> None:
         else:
             skipped.append(
                 "es_time_to_score.png: no kept result (python benchmarks/es_time_to_score.py)"
+            )
+        if es_screens.KEPT.exists():
+            result = json.loads(es_screens.KEPT.read_text())
+            made.append(es_screens.plot(result, args.out_dir / "es_screens.png"))
+        else:
+            skipped.append(
+                "es_screens.png: no kept result (python benchmarks/es_screens.py RUNS ... --docs)"
             )
 
         made += seed_sweep.draw_kept(args.out_dir)
