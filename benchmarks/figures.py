@@ -188,20 +188,14 @@ def main() -> None:
             )
         else:
             skipped.append("es_scaling.png: no kept recording (python benchmarks/es_scaling.py)")
-        if es_time_to_score.KEPT.exists():
-            result = json.loads(es_time_to_score.KEPT.read_text())
-            made.append(es_time_to_score.plot(result, args.out_dir / "es_time_to_score.png"))
-        else:
-            skipped.append(
-                "es_time_to_score.png: no kept result (python benchmarks/es_time_to_score.py)"
-            )
-        if es_screens.KEPT.exists():
-            result = json.loads(es_screens.KEPT.read_text())
-            made.append(es_screens.plot(result, args.out_dir / "es_screens.png"))
-        else:
-            skipped.append(
-                "es_screens.png: no kept result (python benchmarks/es_screens.py RUNS ... --docs)"
-            )
+        for kept, png, how in (
+            (es_time_to_score, "es_time_to_score.png", "es_time_to_score.py"),
+            (es_screens, "es_screens.png", "es_screens.py RUNS ... --docs"),
+        ):  # ParallelES's figures drawn from a kept JSON result
+            if kept.KEPT.exists():
+                made.append(kept.plot(json.loads(kept.KEPT.read_text()), args.out_dir / png))
+            else:
+                skipped.append(f"{png}: no kept result (python benchmarks/{how})")
 
         made += seed_sweep.draw_kept(args.out_dir)
         made += ga_time_to_score.draw_kept(args.out_dir)
