@@ -278,7 +278,8 @@ class GAConfig(Settings):
         """The first problem with these settings, or None; given the env's ``probe``, of
         resolved settings: also whether a rank fits in this machine's memory."""
         s = self
-        problem = pruning_problem(s.population_size, s.elite_fraction, s.prune_rate, s.seed)
+        problem = pruning_problem(s.population_size, s.elite_fraction, s.prune_rate, s.seed,
+                                  s.mutation_rate, s.restore_rate, s.best_reevaluation)  # fmt: skip
         if problem:
             return problem
         if not is_sizes(s.hidden_sizes):
@@ -291,12 +292,6 @@ class GAConfig(Settings):
             return must("weight_scale", s.weight_scale, "1 with genome 'ones' (its weights are 1)")
         if not at_least(s.episodes_per_individual, 1):
             return must("episodes_per_individual", s.episodes_per_individual, "an int >= 1")
-        if not (s.mutation_rate is None or (is_real(s.mutation_rate) and 0 <= s.mutation_rate < 1)):
-            return must("mutation_rate", s.mutation_rate, "None or a number in [0, 1)")
-        if not (is_real(s.restore_rate) and 0 <= s.restore_rate < 1):
-            return must("restore_rate", s.restore_rate, "a number in [0, 1)")
-        if not is_bool(s.best_reevaluation):
-            return must("best_reevaluation", s.best_reevaluation, "True or False")
         if not (is_real(s.complexity_weight) and s.complexity_weight >= 0):
             return must("complexity_weight", s.complexity_weight, "a number >= 0")
         if not at_least(s.max_episode_steps, 1):

@@ -22,7 +22,7 @@ import numpy as np
 
 from pgmpi import rng
 from pgmpi.config import GAConfig
-from pgmpi.settings import is_bool, is_real, must, pruning_problem
+from pgmpi.settings import pruning_problem
 
 MUTATION_RATE_RANGE = (0.001, 0.125)  # clip range of the adaptive rate, as in the original
 CHUNK = 1 << 16  # elements per pass of a step: its temporaries stay in the CPU's cache
@@ -201,13 +201,8 @@ class PruningOptimizer:
         best_reevaluation: bool = False,
         seed: int = 0,
     ):
-        problem = pruning_problem(population_size, elite_fraction, prune_rate, seed)
-        if not (mutation_rate is None or (is_real(mutation_rate) and 0 <= mutation_rate < 1)):
-            problem = must("mutation_rate", mutation_rate, "None or a number in [0, 1)")
-        if not (is_real(restore_rate) and 0 <= restore_rate < 1):
-            problem = problem or must("restore_rate", restore_rate, "a number in [0, 1)")
-        if not is_bool(best_reevaluation):
-            problem = problem or must("best_reevaluation", best_reevaluation, "True or False")
+        problem = pruning_problem(population_size, elite_fraction, prune_rate, seed,
+                                  mutation_rate, restore_rate, best_reevaluation)  # fmt: skip
         if problem is not None:
             raise ValueError(problem)
         self.seed, self.fixed_rate, self.restore_rate = seed, mutation_rate, restore_rate

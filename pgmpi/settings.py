@@ -53,8 +53,16 @@ def first_problem(checks: list[tuple]) -> str | None:
     return next((must(n, v, e) for ok, n, v, e in checks if not ok), None)
 
 
-def pruning_problem(population_size, elite_fraction, prune_rate, seed) -> str | None:
-    """The first problem with a pruning GA's selection settings, or None."""
+def pruning_problem(
+    population_size,
+    elite_fraction,
+    prune_rate,
+    seed,
+    mutation_rate=None,
+    restore_rate=0.0,
+    best_reevaluation=False,
+) -> str | None:
+    """The first problem with a pruning GA's selection and mutation settings, or None."""
     P, f, r = population_size, elite_fraction, prune_rate
     if not at_least(P, 2):
         return must("population_size", P, "an int >= 2")
@@ -66,6 +74,12 @@ def pruning_problem(population_size, elite_fraction, prune_rate, seed) -> str | 
         return must("prune_rate", r, "in [0, 1)")
     if not at_least(seed, 0):
         return must("seed", seed, "an int >= 0")
+    if not (mutation_rate is None or (is_real(mutation_rate) and 0 <= mutation_rate < 1)):
+        return must("mutation_rate", mutation_rate, "None or a number in [0, 1)")
+    if not (is_real(restore_rate) and 0 <= restore_rate < 1):
+        return must("restore_rate", restore_rate, "a number in [0, 1)")
+    if not is_bool(best_reevaluation):
+        return must("best_reevaluation", best_reevaluation, "True or False")
     return None
 
 
