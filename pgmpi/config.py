@@ -20,6 +20,7 @@ from pgmpi import memory
 from pgmpi.settings import (
     Settings,
     at_least,
+    field_problem,
     is_bool,
     is_int,
     is_real,
@@ -48,6 +49,17 @@ MAX_EPISODE_STEPS = 27_000
 
 def _skip(v) -> bool:
     return is_int(v) and 1 <= v <= MAX_FRAME_SKIP
+
+
+def _skips(v) -> bool:
+    """A frame skip: an int, or [low, high]."""
+    return _skip(v) or (isinstance(v, (list, tuple)) and len(v) == 2
+                        and all(map(_skip, v)) and v[0] <= v[1])  # fmt: skip
+
+
+def _weight(v) -> bool:
+    """None or a number >= 0."""
+    return v is None or (is_real(v) and v >= 0)
 
 
 @dataclass(frozen=True)
@@ -132,70 +144,43 @@ class PGConfig(Settings):
         """The first problem with these settings, or None; given the env's ``probe`` (a game)
         and the rank count, of resolved settings: also what the env and this machine's
         memory allow (checked before the games are listed or made)."""
-        s, skip = self, self.frame_skip
-        if not at_least(s.hidden_size, 1):
-            return must("hidden_size", s.hidden_size, "an int >= 1")
-        if s.optimizer not in ("adam", "rmsprop"):
-            return must("optimizer", s.optimizer, "'adam' or 'rmsprop'")
-        if not (is_real(s.learning_rate) and s.learning_rate > 0):
-            return must("learning_rate", s.learning_rate, "> 0")
-        if not (s.lr_decay_steps is None or at_least(s.lr_decay_steps, 1)):
-            return must("lr_decay_steps", s.lr_decay_steps, "None or an int >= 1")
-        if not at_least(s.decay_from, 0):
-            return must("decay_from", s.decay_from, "an int >= 0")
-        if not (is_real(s.decay_rate) and 0 <= s.decay_rate < 1):
-            return must("decay_rate", s.decay_rate, "in [0, 1)")
-        if not (is_real(s.entropy_bonus) and s.entropy_bonus >= 0):
-            return must("entropy_bonus", s.entropy_bonus, ">= 0")
-        if not (s.entropy_final is None or (is_real(s.entropy_final) and s.entropy_final >= 0)):
-            return must("entropy_final", s.entropy_final, "None or a number >= 0")
-        if not at_least(s.entropy_steps, 1):
-            return must("entropy_steps", s.entropy_steps, "an int >= 1")
-        if not (s.value_baseline is None or (is_real(s.value_baseline) and s.value_baseline >= 0)):
-            return must("value_baseline", s.value_baseline, "None or a number >= 0")
-        if not (is_real(s.value_lr_scale) and s.value_lr_scale > 0):
-            return must("value_lr_scale", s.value_lr_scale, "a number > 0")
-        if s.value_lr_scale != 1 and s.value_baseline == 0:
-            return "value_lr_scale needs a learned baseline: value_baseline > 0 (it is 0)"
-        if not (s.gae_lambda is None or (is_real(s.gae_lambda) and 0 <= s.gae_lambda <= 1)):
-            return must("gae_lambda", s.gae_lambda, "None or a number in [0, 1]")
-        if s.gae_lambda is not None and s.value_baseline == 0:
-            return "gae_lambda needs a learned baseline: value_baseline > 0 (it is 0)"
-        if not (is_real(s.average_half_life) and s.average_half_life >= 0):
-            return must("average_half_life", s.average_half_life, ">= 0")
-        if not (is_real(s.gamma) and 0 < s.gamma <= 1):
-            return must("gamma", s.gamma, "in (0, 1]")
-        if not (s.slots is None or at_least(s.slots, 1)):
-            return must("slots", s.slots, "None or an int >= 1")
-        if not at_least(s.steps_per_slot, 1):
-            return must("steps_per_slot", s.steps_per_slot, "an int >= 1")
-        if not (s.whole_games is None or is_bool(s.whole_games)):
-            return must("whole_games", s.whole_games, "None, True or False")
-        if s.batch_gradient not in ("mean", "sum"):
-            return must("batch_gradient", s.batch_gradient, "'mean' or 'sum'")
-        if not is_bool(s.sticky_actions):
-            return must("sticky_actions", s.sticky_actions, "True or False")
-        if not (is_real(s.deterministic_games) and 0 <= s.deterministic_games < 1):
-            return must("deterministic_games", s.deterministic_games, "in [0, 1)")
-        if not (_skip(skip) or (isinstance(skip, (list, tuple)) and len(skip) == 2
-                                and all(map(_skip, skip)) and skip[0] <= skip[1])):  # fmt: skip
-            return must("frame_skip", skip, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] "
-                        f"with 1 <= low <= high <= {MAX_FRAME_SKIP}")  # fmt: skip
-        if not (is_int(s.frame_stack) and s.frame_stack in (0, 2)):
-            return must("frame_stack", s.frame_stack, "0 or 2")
-        if not at_least(s.max_episode_steps, 1):
-            return must("max_episode_steps", s.max_episode_steps, "an int >= 1")
-        if not at_least(s.seed, 0):
-            return must("seed", s.seed, "an int >= 0")
-        if not is_bool(s.exact_reduction):
-            return must("exact_reduction", s.exact_reduction, "True or False")
-        # weights against standardised returns of about 1
-        for name in ("entropy_bonus", "entropy_final", "value_baseline"):
-            if (getattr(s, name) or 0) > MAX_WEIGHT:
-                why = "a weight against standardised returns: more makes every gradient overflow"
-                return must(name, getattr(s, name), f"at most {MAX_WEIGHT} ({why})")
-        if probe is None:
-            return None
+        s, needs = self, "needs a learned baseline: value_baseline > 0 (it is 0)"
+        why = "a weight against standardised returns: more makes every gradient overflow"
+        problem = field_problem(s, [
+            ("hidden_size", lambda x: at_least(x, 1), "an int >= 1"),
+            ("optimizer", lambda x: x in ("adam", "rmsprop"), "'adam' or 'rmsprop'"),
+            ("learning_rate", lambda x: is_real(x) and x > 0, "> 0"),
+            ("lr_decay_steps", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),
+            ("decay_from", lambda x: at_least(x, 0), "an int >= 0"),
+            ("decay_rate", lambda x: is_real(x) and 0 <= x < 1, "in [0, 1)"),
+            ("entropy_bonus", lambda x: is_real(x) and x >= 0, ">= 0"),
+            ("entropy_final", _weight, "None or a number >= 0"),
+            ("entropy_steps", lambda x: at_least(x, 1), "an int >= 1"),
+            ("value_baseline", _weight, "None or a number >= 0"),
+            ("value_lr_scale", lambda x: is_real(x) and x > 0, "a number > 0"),
+            (lambda s: s.value_lr_scale == 1 or s.value_baseline != 0, f"value_lr_scale {needs}"),
+            ("gae_lambda", lambda x: x is None or (is_real(x) and 0 <= x <= 1),
+             "None or a number in [0, 1]"),
+            (lambda s: s.gae_lambda is None or s.value_baseline != 0, f"gae_lambda {needs}"),
+            ("average_half_life", lambda x: is_real(x) and x >= 0, ">= 0"),
+            ("gamma", lambda x: is_real(x) and 0 < x <= 1, "in (0, 1]"),
+            ("slots", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),
+            ("steps_per_slot", lambda x: at_least(x, 1), "an int >= 1"),
+            ("whole_games", lambda x: x is None or is_bool(x), "None, True or False"),
+            ("batch_gradient", lambda x: x in ("mean", "sum"), "'mean' or 'sum'"),
+            ("sticky_actions", is_bool, "True or False"),
+            ("deterministic_games", lambda x: is_real(x) and 0 <= x < 1, "in [0, 1)"),
+            ("frame_skip", _skips, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] with "
+             f"1 <= low <= high <= {MAX_FRAME_SKIP}"),
+            ("frame_stack", lambda x: is_int(x) and x in (0, 2), "0 or 2"),
+            ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
+            ("seed", lambda x: at_least(x, 0), "an int >= 0"),
+            ("exact_reduction", is_bool, "True or False"),
+            *[(name, lambda x: (x or 0) <= MAX_WEIGHT, f"at most {MAX_WEIGHT} ({why})")
+              for name in ("entropy_bonus", "entropy_final", "value_baseline")],
+        ])  # fmt: skip
+        if problem or probe is None:
+            return problem
         local = -(-s.slots // ranks)  # games on rank 0, which has the most
         if problem := memory.slots_problem(s.slots, ranks, local):
             return problem
@@ -280,23 +265,16 @@ class GAConfig(Settings):
         s = self
         problem = pruning_problem(s.population_size, s.elite_fraction, s.prune_rate, s.seed,
                                   s.mutation_rate, s.restore_rate, s.best_reevaluation)  # fmt: skip
-        if problem:
-            return problem
-        if not is_sizes(s.hidden_sizes):
-            return must("hidden_sizes", s.hidden_sizes, "a list of ints >= 1")
-        if s.genome not in (None, "ones", "signed-dag"):
-            return must("genome", s.genome, "None, 'ones' or 'signed-dag'")
-        if not (is_real(s.weight_scale) and s.weight_scale > 0):
-            return must("weight_scale", s.weight_scale, "a number > 0")
-        if s.genome == "ones" and s.weight_scale != 1:
-            return must("weight_scale", s.weight_scale, "1 with genome 'ones' (its weights are 1)")
-        if not at_least(s.episodes_per_individual, 1):
-            return must("episodes_per_individual", s.episodes_per_individual, "an int >= 1")
-        if not (is_real(s.complexity_weight) and s.complexity_weight >= 0):
-            return must("complexity_weight", s.complexity_weight, "a number >= 0")
-        if not at_least(s.max_episode_steps, 1):
-            return must("max_episode_steps", s.max_episode_steps, "an int >= 1")
-        return memory.ga_problem(probe, s)
+        return problem or field_problem(s, [
+            ("hidden_sizes", is_sizes, "a list of ints >= 1"),
+            ("genome", lambda x: x in (None, "ones", "signed-dag"), "None, 'ones' or 'signed-dag'"),
+            ("weight_scale", lambda x: is_real(x) and x > 0, "a number > 0"),
+            ("weight_scale", lambda x: s.genome != "ones" or x == 1,
+             "1 with genome 'ones' (its weights are 1)"),
+            ("episodes_per_individual", lambda x: at_least(x, 1), "an int >= 1"),
+            ("complexity_weight", lambda x: is_real(x) and x >= 0, "a number >= 0"),
+            ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
+        ]) or memory.ga_problem(probe, s)  # fmt: skip
 
     def resolved(self, probe, ranks: int) -> GAConfig:
         """These settings with ``genome`` None made, given the env's ``probe``, the one
@@ -340,28 +318,21 @@ class ESConfig(Settings):
         """The first problem with these settings, or None; given the env's ``probe`` and the
         ranks on this node (``ranks``): also whether the table holds a perturbation and fits."""
         s = self
-        if not is_sizes(s.hidden_sizes):
-            return must("hidden_sizes", s.hidden_sizes, "a list of ints >= 1")
-        if not (at_least(s.population_size, 2) and s.population_size % 2 == 0):
-            return must("population_size", s.population_size, "an even int >= 2 (antithetic pairs)")
-        if not (is_real(s.noise_std) and s.noise_std > 0):
-            return must("noise_std", s.noise_std, "a number > 0")
-        if not (is_real(s.learning_rate) and s.learning_rate > 0):
-            return must("learning_rate", s.learning_rate, "a number > 0")
-        if not (is_real(s.weight_decay) and s.weight_decay >= 0):
-            return must("weight_decay", s.weight_decay, "a number >= 0")
-        if not at_least(s.noise_table_size, 1):
-            return must("noise_table_size", s.noise_table_size, "an int >= 1")
-        if not (is_real(s.obs_stat_fraction) and 0 <= s.obs_stat_fraction <= 1):
-            return must("obs_stat_fraction", s.obs_stat_fraction, "in [0, 1]")
-        if not at_least(s.eval_episodes, 0):
-            return must("eval_episodes", s.eval_episodes, "an int >= 0")
-        if not at_least(s.max_episode_steps, 1):
-            return must("max_episode_steps", s.max_episode_steps, "an int >= 1")
-        if not at_least(s.seed, 0):
-            return must("seed", s.seed, "an int >= 0")
-        if probe is None:
-            return None
+        problem = field_problem(s, [
+            ("hidden_sizes", is_sizes, "a list of ints >= 1"),
+            ("population_size", lambda x: at_least(x, 2) and x % 2 == 0,
+             "an even int >= 2 (antithetic pairs)"),
+            ("noise_std", lambda x: is_real(x) and x > 0, "a number > 0"),
+            ("learning_rate", lambda x: is_real(x) and x > 0, "a number > 0"),
+            ("weight_decay", lambda x: is_real(x) and x >= 0, "a number >= 0"),
+            ("noise_table_size", lambda x: at_least(x, 1), "an int >= 1"),
+            ("obs_stat_fraction", lambda x: is_real(x) and 0 <= x <= 1, "in [0, 1]"),
+            ("eval_episodes", lambda x: at_least(x, 0), "an int >= 0"),
+            ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
+            ("seed", lambda x: at_least(x, 0), "an int >= 0"),
+        ])  # fmt: skip
+        if problem or probe is None:
+            return problem
         layers = (probe.n_inputs, *s.hidden_sizes, probe.n_actions)
         n_params = sum((a + 1) * b for a, b in zip(layers, layers[1:], strict=False))  # biases
         size, gib = s.noise_table_size, 4 * s.noise_table_size * ranks / 2**30

@@ -1,7 +1,7 @@
 """What every setting is made of: the small checks of values and arguments (:func:`is_int`,
-:func:`must`, :func:`first_problem`, ...), the pruning GA's selection check, the
-:class:`Settings` the configs of :mod:`pgmpi.config` share, and :func:`configure`, which
-builds an algorithm's settings and finds the first problem with them.
+:func:`must`, :func:`first_problem`, :func:`field_problem`, ...), the pruning GA's selection
+check, the :class:`Settings` the configs of :mod:`pgmpi.config` share, and :func:`configure`,
+which builds an algorithm's settings and finds the first problem with them.
 """
 
 from __future__ import annotations
@@ -51,6 +51,23 @@ def must(name: str, value, expected: str) -> str:
 def first_problem(checks: list[tuple]) -> str | None:
     """The message for the first failed ``(ok, name, value, expected)`` check, or None."""
     return next((must(n, v, e) for ok, n, v, e in checks if not ok), None)
+
+
+def field_problem(settings, checks) -> str | None:
+    """The message for the first failed check of ``settings``' fields, or None. Checks run in
+    order, each only once those before it pass: ``(name, ok, expected)`` fails when
+    ``ok(value)`` is false for the field ``name`` (the message is :func:`must`'s), and
+    ``(ok, message)``, a check of several fields, when ``ok(settings)`` is false."""
+    for check in checks:
+        if len(check) == 2:
+            ok, message = check
+            if not ok(settings):
+                return message
+        else:
+            name, ok, expected = check
+            if not ok(value := getattr(settings, name)):
+                return must(name, value, expected)
+    return None
 
 
 def pruning_problem(
