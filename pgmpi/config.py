@@ -82,14 +82,14 @@ class PGConfig(Settings):
     """agent steps played before lr_decay_steps' decay starts (0: from the first update)"""
     decay_rate: float = 0.99
     """RMSProp decay of the squared-gradient average"""
-    entropy_bonus: float = 0.01
+    entropy_bonus: float = 0.03
     """weight of the policy's entropy added to the objective, against standardised returns
-    (0: none, as in the post)"""
-    entropy_final: float | None = None
+    (0: none, as in the post); with entropy_final, the weight at the start"""
+    entropy_final: float | None = 0.01
     """an entropy bonus schedule: the bonus moves linearly from entropy_bonus to this over the
     first entropy_steps agent steps, then stays (lr_decay_steps' decay divides it still;
     None: entropy_bonus throughout)"""
-    entropy_steps: int = 2_000_000
+    entropy_steps: int = 3_000_000
     """agent steps over which the entropy bonus moves to entropy_final (only with it)"""
     value_baseline: float | None = None
     """weight of a learned baseline: the network gets a value output trained on the

@@ -48,7 +48,14 @@ def test_gae_lambda_changes_the_update_and_is_kept_in_checkpoints(tmp_path):
 
 
 def _cartpole(**kw):
-    base = dict(env="CartPole-v1", hidden_size=16, learning_rate=1e-2, optimizer="rmsprop")
+    base = dict(
+        env="CartPole-v1",
+        hidden_size=16,
+        learning_rate=1e-2,
+        optimizer="rmsprop",
+        entropy_bonus=0.01,
+        entropy_final=None,
+    )  # as examples/cartpole.py
     base |= dict(slots=4, steps_per_slot=1, whole_games=True, seed=3, quiet=True)
     return ParallelPG(**(base | kw))
 
@@ -336,14 +343,17 @@ def test_steps_count_the_agent_steps_played_not_the_open_rallies_carried_over():
 
 def test_the_header_names_the_default_bonus_baseline_and_decay_and_the_posts_preset_has_none():
     default = ParallelPG(hidden_size=4, slots=1, quiet=True).describe().text
-    assert (", entropy bonus 0.01, learned baseline 0.05, lr and bonus decayed past 10,000,000 "
-            "agent steps (halved 8,000,000 later) |") in default  # fmt: skip
+    assert (", entropy bonus 0.03 to 0.01 over 3,000,000 agent steps, learned baseline 0.05, "
+            "lr and bonus decayed past 10,000,000 agent steps (halved 8,000,000 later) |"
+            ) in default  # fmt: skip
     post = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True).describe().text
     assert not any(word in post for word in ("entropy", "baseline", "decay"))
-    no_bonus = ParallelPG(hidden_size=4, slots=1, quiet=True, entropy_bonus=0.0).describe().text
+    no_bonus = ParallelPG(hidden_size=4, slots=1, quiet=True, entropy_bonus=0.0,
+                          entropy_final=None).describe().text  # fmt: skip
     assert ", learned baseline 0.05, lr decayed past 10,000,000" in no_bonus  # no bonus to decay
     valued = ParallelPG(hidden_size=4, slots=1, quiet=True, value_baseline=0.5, lr_decay_steps=None)
-    assert ", entropy bonus 0.01, learned baseline 0.5 |" in valued.describe().text
+    assert ", entropy bonus 0.03 to 0.01 over 3,000,000 agent steps, learned baseline 0.5 |" in (
+        valued.describe().text)  # fmt: skip
 
 
 def test_the_default_baseline_is_pongs_and_other_envs_get_none():
