@@ -235,6 +235,11 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def non_negative_float_or_none(text: str) -> float | None:
+    """A finite float >= 0, or ``none`` (None: the setting is off)."""
+    return None if text.lower() == "none" else non_negative_float(text)
+
+
 def fraction(text: str) -> float:
     """A number in [0, 1)."""
     value = _number(text)
@@ -268,8 +273,8 @@ PARSERS = {
                     positive_int),
     **dict.fromkeys(["decay_rate", "deterministic_games", "elite_fraction", "prune_rate",
                      "mutation_rate", "restore_rate"], fraction),
-    **dict.fromkeys(["entropy_bonus", "entropy_final", "value_baseline", "average_half_life"],
-                    non_negative_float),
+    **dict.fromkeys(["entropy_bonus", "value_baseline", "average_half_life"], non_negative_float),
+    "entropy_final": non_negative_float_or_none,
     **dict.fromkeys(["learning_rate", "weight_scale", "value_lr_scale"], positive_float),
     "lr_decay_steps": positive_int_or_none,
     "frame_skip": frame_skip,

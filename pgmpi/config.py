@@ -88,7 +88,7 @@ class PGConfig(Settings):
     entropy_final: float | None = 0.01
     """an entropy bonus schedule: the bonus moves linearly from entropy_bonus to this over the
     first entropy_steps agent steps, then stays (lr_decay_steps' decay divides it still;
-    None: entropy_bonus throughout)"""
+    None, the flag's 'none': entropy_bonus throughout)"""
     entropy_steps: int = 3_000_000
     """agent steps over which the entropy bonus moves to entropy_final (only with it)"""
     value_baseline: float | None = None

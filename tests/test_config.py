@@ -74,6 +74,8 @@ def test_flags_carry_the_fields_defaults_and_parse_only_what_was_given():
         p.parse_args(["--slots", "0"])
     off = p.parse_args(["--lr-decay-steps", "none", "--value-baseline", "0"])  # the old default
     assert settings_given(off, PGConfig()) == {"lr_decay_steps": None, "value_baseline": 0.0}
+    constant = p.parse_args(["--entropy-bonus", "0.01", "--entropy-final", "None"])
+    assert settings_given(constant, PGConfig()) == {"entropy_bonus": 0.01, "entropy_final": None}
     assert settings_given(p.parse_args(["--lr-decay-steps", "5"]), PGConfig()) == {
         "lr_decay_steps": 5
     }
