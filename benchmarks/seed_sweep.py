@@ -27,7 +27,8 @@ runs/benchmarks/seed_sweep.png (every seed's 100-game mean against agent steps, 
 median and spread; ``--out PATH`` elsewhere, ``--docs`` to docs/figures/seed_sweep.png).
 ``--evaluate`` plays the median seed's final policy (the median by steps to 0, then by final
 100-game mean) over ``--games`` new games as trained (sampled, sticky) on 2 ranks, and keeps
-the result in its log dir as evaluation.json.
+the result in its log dir as evaluation.json (``--live``: its live parameters in place of
+their running average, as evaluation-live.json).
 
 ``--diagnose`` draws instead, for the runs whose progress.csv has ParallelPG's diagnostics
 columns (:mod:`pgmpi.diagnostics`; runs logged before them are named and left out), one
@@ -140,23 +141,25 @@ def launch(seeds: list[str], args, extra: list[str]) -> None:
             print(f"seed {seed}: exit status {proc.returncode}", flush=True)
 
 
-def evaluate(run: Path, games: int) -> dict:
-    """The run's final policy over ``games`` new games as trained, sampled, on 2 ranks."""
+def evaluate(run: Path, games: int, live: bool = False) -> dict:
+    """The run's final policy (the running average, or ``live`` its live parameters) over
+    ``games`` new games as trained, sampled, on 2 ranks; kept in the run's log dir."""
     checkpoint = str(run / "checkpoint.npz")
-    out = common.mpirun(2, [__file__, "--evaluate-checkpoint", checkpoint, "--games", str(games)])
-    result = common.last_json(out)
-    (run / "evaluation.json").write_text(json.dumps(result) + "\n")
+    flags = ["--evaluate-checkpoint", checkpoint, "--games", str(games)] + ["--live"] * live
+    result = common.last_json(common.mpirun(2, [__file__, *flags]))
+    (run / f"evaluation{'-live' * live}.json").write_text(json.dumps(result) + "\n")
     return result
 
 
-def evaluate_here(checkpoint: str, games: int) -> None:
+def evaluate_here(checkpoint: str, games: int, live: bool) -> None:
     """Under mpirun: the mean over ``games`` new games, its 95% interval and the games won."""
     from pgmpi import ParallelPG, mpi
 
     agent = ParallelPG.load(checkpoint, quiet=True)
-    score = agent.evaluate(games)
+    score = agent.evaluate(games, live=live)
     r = agent.evaluation_returns
     result = {"mean": float(score), "ci95": list(map(float, score.ci95)), "games": games}
+    result["policy"] = "live parameters" if live else "running average"
     result |= {"won": int((r > 0).sum()), "protocol": score.protocol}
     if mpi.is_root():
         print(json.dumps(result), flush=True)
@@ -292,6 +295,7 @@ def main() -> None:
     p.add_argument("--tag", default="", help="runs go to runs/sweep/PRESET-PROTOCOL[TAG]-SEED")
     p.add_argument("--evaluate", action="store_true", help="play the median seed, --games")
     p.add_argument("--games", type=int, default=100, help="evaluation games (100)")
+    p.add_argument("--live", action="store_true", help="--evaluate the live parameters")
     p.add_argument("--evaluate-checkpoint", help=argparse.SUPPRESS)
     p.add_argument("--diagnose", action="store_true", help="draw the diagnostics of each seed")
     p.add_argument("--smooth", type=int, default=10, help="--diagnose: updates per mean (10)")
@@ -299,7 +303,7 @@ def main() -> None:
     common.add_figure_flags(p, FIGURE)
     args = p.parse_args(argv)
     if args.evaluate_checkpoint:
-        return evaluate_here(args.evaluate_checkpoint, args.games)
+        return evaluate_here(args.evaluate_checkpoint, args.games, args.live)
     deterministic = "--deterministic" in extra or "--no-sticky-actions" in extra
     args.name = f"{args.preset}-{'deterministic' if deterministic else 'sticky'}{args.tag}"
     args.parallel = args.parallel or max(1, (os.cpu_count() or 1) // args.ranks)
@@ -346,7 +350,8 @@ def main() -> None:
     middle = median_seed(seeds)
     if args.evaluate:
         print(f"evaluating seed {middle} over {args.games} new games ...", flush=True)
-        seeds[middle]["evaluation"] = evaluate(args.runs_dir / f"{args.name}-{middle}", args.games)
+        run = args.runs_dir / f"{args.name}-{middle}"
+        seeds[middle]["evaluation"] = evaluate(run, args.games, args.live)
 
     print(f"{args.name}: {len(seeds)} seeds, budget {budget:,} agent steps\n")
     print(
@@ -372,7 +377,8 @@ def main() -> None:
     ev = seeds[middle]["evaluation"]
     if ev:
         print(f"\nmedian seed {middle}: {ev['mean']:+.1f} [{ev['ci95'][0]:+.1f}, "
-              f"{ev['ci95'][1]:+.1f}] over {ev['games']} new games, {ev['won']} won")  # fmt: skip
+              f"{ev['ci95'][1]:+.1f}] over {ev['games']} new games, {ev['won']} won, "
+              f"{ev.get('policy', 'running average')}")  # fmt: skip
     figure = common.figure_path(args, FIGURE)
     title = f"Pong, {args.name}, {args.slots} slots: {len(seeds)} seeds"
     plot(curves, budget, figure, title)
