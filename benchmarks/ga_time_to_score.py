@@ -15,9 +15,10 @@ flags after ``--``; each later one resumes the checkpoint exactly). After each c
 copies the checkpoint to DIR/snapshots/gen_NNNNN.npz and notes the chunk's start and end in
 DIR/chunks.log; the example's own output goes to DIR/train.log. A run already there goes on
 where it stopped, and one that has trained ``--minutes`` (or ``--generations``) is left as
-it is. The minutes are training minutes: the generations' seconds that PrunedGA adds up
-(start-up, checkpoints and the 1-episode evaluation at each chunk's end not included); a
-limit stops a run at the end of the generation under way.
+it is (``--env-steps N``: also one that has played N env steps, checked after each chunk,
+for screens on a busy machine). The minutes are training minutes: the generations' seconds
+that PrunedGA adds up (start-up, checkpoints and the 1-episode evaluation at each chunk's
+end not included); a limit stops a run at the end of the generation under way.
 
 Then, for every run with snapshots in ``--runs``, it plays the best network of chosen
 snapshots over ``--episodes`` (100) new episodes (``PrunedGA.load(snapshot).evaluate(100)``
@@ -100,6 +101,8 @@ def train(name: str, preset: str | None, seed: int, args, extra: list[str]) -> N
             shutil.copy(checkpoint, snapshots.snapshot_path(run, done))
         left = args.minutes - seconds / 60
         if left <= 0 or (args.generations and done >= args.generations):
+            return
+        if m and args.env_steps and m["steps"] >= args.env_steps:
             return
         target = min(done + args.every, args.generations or done + args.every)
         flags = [WALKER, "--log-dir", str(run), "--generations", str(target)]
@@ -282,6 +285,12 @@ def main() -> None:
         "--every", type=int, default=2, help="generations a chunk, a snapshot after each (2)"
     )
     p.add_argument("--generations", type=int, help="and at most this many generations")
+    p.add_argument(
+        "--env-steps",
+        type=int,
+        help="and no chunk after this many env steps (for screens on a busy machine, which "
+        "compare runs at the same env steps, as minutes there mean nothing)",
+    )
     kept, cache = common.RESULTS / "ga_time_to_score.json", "ga_time_to_score_cache.json"
     snapshots.add_flags(p, kept, cache, "ranks per run and per evaluation")
     common.add_figure_flags(p, FIGURE)
