@@ -19,10 +19,10 @@ def test_presets_are_the_defaults_with_some_fields_replaced():
     changed = {k for k, v in asdict(PRESETS["karpathy"]).items() if v != getattr(PGConfig(), k)}
     assert changed == {
         "optimizer", "learning_rate", "slots", "steps_per_slot", "whole_games", "batch_gradient",
-        "entropy_bonus", "entropy_final", "frame_skip", "average_half_life", "value_baseline",
+        "entropy_bonus", "frame_skip", "average_half_life", "value_baseline",
         "lr_decay_steps",
     }  # fmt: skip
-    assert PRESETS["karpathy"].entropy_bonus == 0 < PGConfig().entropy_bonus  # none in the post
+    assert PRESETS["karpathy"].entropy_bonus == 0 and PGConfig().entropy_bonus is None  # per env
     assert PRESETS["karpathy"].average_half_life == 0 < PGConfig().average_half_life  # live
     assert PRESETS["karpathy"].value_baseline == 0 and PGConfig().value_baseline is None
     assert PRESETS["karpathy"].lr_decay_steps is None and PGConfig().lr_decay_steps  # constant

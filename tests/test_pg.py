@@ -53,8 +53,6 @@ def _cartpole(**kw):
         hidden_size=16,
         learning_rate=1e-2,
         optimizer="rmsprop",
-        entropy_bonus=0.01,
-        entropy_final=None,
     )  # as examples/cartpole.py
     base |= dict(slots=4, steps_per_slot=1, whole_games=True, seed=3, quiet=True)
     return ParallelPG(**(base | kw))
@@ -287,7 +285,7 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(frame_stack=2), "frame_stack is for Pong's frames only"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
-        (dict(entropy_bonus=-0.1), "entropy_bonus must be >= 0, got -0.1"),
+        (dict(entropy_bonus=-0.1), "entropy_bonus must be None or a number >= 0, got -0.1"),
         (dict(entropy_final=-0.1), "entropy_final must be None or a number >= 0, got -0.1"),
         (dict(entropy_steps=0), "entropy_steps must be an int >= 1, got 0"),
         (dict(decay_rate=1.0), "decay_rate must be in [0, 1), got 1.0"),
@@ -354,6 +352,24 @@ def test_the_header_names_the_default_bonus_baseline_and_decay_and_the_posts_pre
     valued = ParallelPG(hidden_size=4, slots=1, quiet=True, value_baseline=0.5, lr_decay_steps=None)
     assert ", entropy bonus 0.03 to 0.01 over 3,000,000 agent steps, learned baseline 0.5 |" in (
         valued.describe().text)  # fmt: skip
+
+
+def test_the_default_entropy_schedule_is_sticky_pongs_and_others_keep_a_constant_bonus():
+    """entropy_bonus None: sticky Pong moves from 0.03 to 0.01 (or to entropy_final, given);
+    deterministic Pong and other envs keep 0.01 throughout, the default before the schedule
+    (same bits as passing it)."""
+    sticky = ParallelPG(hidden_size=4, slots=1, quiet=True).config
+    assert (sticky["entropy_bonus"], sticky["entropy_final"]) == (0.03, 0.01)
+    to = ParallelPG(hidden_size=4, slots=1, quiet=True, entropy_final=0.005).config
+    assert (to["entropy_bonus"], to["entropy_final"]) == (0.03, 0.005)
+    given = ParallelPG(hidden_size=4, slots=1, quiet=True, entropy_bonus=0.02).config
+    assert (given["entropy_bonus"], given["entropy_final"]) == (0.02, None)
+    plain = ParallelPG(hidden_size=4, slots=1, quiet=True, sticky_actions=False).config
+    assert (plain["entropy_bonus"], plain["entropy_final"]) == (0.01, None)
+    cartpole = _cartpole().train(updates=2)
+    assert (cartpole.config["entropy_bonus"], cartpole.config["entropy_final"]) == (0.01, None)
+    pinned = _cartpole(entropy_bonus=0.01, entropy_final=None).train(updates=2)
+    np.testing.assert_array_equal(cartpole.net.params, pinned.net.params)
 
 
 def test_the_default_baseline_is_pongs_and_other_envs_get_none():
