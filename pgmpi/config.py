@@ -109,6 +109,12 @@ class PGConfig(Settings):
     """with a learned baseline, the advantages become GAE(lambda) within each rally, from the
     baseline's values (1: the returns less the values; 0: one-step TD residuals); the value
     output still learns the discounted returns (None: the returns less the values)"""
+    epochs: int = 1
+    """passes over each update's batch: 1, REINFORCE (the post's); more, PPO's clipped
+    objective (Schulman et al. 2017), each pass one optimizer step on the whole batch with
+    today's probabilities, as screened in docs/screens.md"""
+    clip: float = 0.2
+    """PPO's clip on the probability ratio, epsilon in [1 - epsilon, 1 + epsilon] (epochs > 1)"""
     average_half_life: float = 200.0
     """the policy evaluate() and act() play: a running average of the parameters with this
     half-life in updates, kept beside training and never fed back (0: the live parameters,
@@ -168,6 +174,8 @@ class PGConfig(Settings):
             ("gae_lambda", lambda x: x is None or (is_real(x) and 0 <= x <= 1),
              "None or a number in [0, 1]"),
             (lambda s: s.gae_lambda is None or s.value_baseline != 0, f"gae_lambda {needs}"),
+            ("epochs", lambda x: at_least(x, 1), "an int >= 1"),
+            ("clip", lambda x: is_real(x) and 0 < x < 1, "in (0, 1)"),
             ("average_half_life", lambda x: is_real(x) and x >= 0, ">= 0"),
             ("gamma", lambda x: is_real(x) and 0 < x <= 1, "in (0, 1]"),
             ("slots", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),
@@ -228,7 +236,7 @@ class PGConfig(Settings):
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  deterministic_games=0.0, average_half_life=0.0, value_baseline=0.0,
                  decay_from=0, gae_lambda=None, entropy_final=None,
-                 value_lr_scale=1.0, frame_stack=0)  # fmt: skip
+                 value_lr_scale=1.0, frame_stack=0, epochs=1, clip=0.2)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,14 @@ def gae(rewards, values: np.ndarray, gamma: float, lam: float, ends) -> np.ndarr
     return discounted_returns(deltas, gamma * lam, ends)
 
 
+def clipped(adv: np.ndarray, ratio: np.ndarray, eps: float) -> np.ndarray:
+    """PPO's clipped objective (Schulman et al. 2017), min(r A, clip(r, 1 - eps, 1 + eps) A),
+    as weights on d log pi: its gradient is r A d log pi where the ratio r may still move A's
+    way (below 1 + eps for A > 0, above 1 - eps for A < 0), else 0."""
+    moves = np.where(adv > 0, ratio < 1 + eps, ratio > 1 - eps)
+    return np.where(moves, adv * ratio, 0.0).astype(np.float32)
+
+
 def standardise(x: np.ndarray) -> np.ndarray:
     """(x - mean) / std, or x - mean where the std is zero."""
     x = x - x.mean()
@@ -156,11 +164,10 @@ class ParallelPG(PGRun):
         self.open_rallies = rallies.OpenRallies()  # Pong: steps that wait for their point
         self._slots_note = slots_note
 
-    def _gradient(self, k: int, piece: rollout.Piece) -> tuple | None:
-        """The REINFORCE gradient of game k's finished rallies: d log pi weighted by the
-        standardised discounted returns (less the learned baseline's values, with one; or
-        GAE(lambda) from them, with ``gae_lambda``), as (rows, values) (None if no rally
-        finished)."""
+    def _batch(self, k: int, piece: rollout.Piece) -> tuple | None:
+        """Game k's finished rallies, their discounted returns and standardised advantages
+        (the returns less the learned baseline's values, with one; or GAE(lambda) from them,
+        with ``gae_lambda``), as (steps, returns, advantages); None if no rally finished."""
         steps = self.open_rallies.known(k, piece, self.net)  # a rally's steps wait for its point
         if steps is None:
             return None
@@ -170,18 +177,31 @@ class ParallelPG(PGRun):
         adv = returns - values
         if lam is not None:  # GAE(lambda) from the same values, rally by rally
             adv = gae(steps.rewards, values, gamma, lam, steps.ends)
-        adv = standardise(adv).astype(np.float32)
-        dlogits = np.array(steps.dlogits)
+        if self.config["value_baseline"]:
+            piece.fit = diagnostics.fit(returns, values)  # for the log: explained variance
+        return steps, returns, standardise(adv).astype(np.float32)
+
+    def _gradient(self, steps: rollout.Piece, returns, adv, again: bool = False) -> tuple:
+        """The REINFORCE gradient of a game's finished rallies: d log pi weighted by the
+        advantages, as (rows, values). ``again``: a later pass over the same steps (PPO),
+        with today's probabilities, each step's weight times the ratio of its probability
+        now to when it was played, zero where the ratio is past the clip (:func:`clipped`)."""
+        dlogits, caches = np.array(steps.dlogits), steps.caches
+        if again:  # today's network on the same inputs
+            probs, caches = self.net.forward([cache[:2] for cache in caches])
+            now = self.net.dlogits(probs, steps.actions)
+            then = self.net.likelihood(dlogits, steps.actions)  # float32's few bits: floored
+            ratio = self.net.likelihood(now, steps.actions) / np.maximum(then, 1e-6)
+            adv, dlogits = clipped(adv, ratio, self.config["clip"]), now
         weighted = dlogits * adv[:, None]
         beta = self.entropy_weight()
         if beta:  # + beta d H / d logits: keeps the policy from settling too soon
             weighted += np.float32(beta) * self.net.entropy_dlogits(dlogits, steps.actions)
         c = self.config["value_baseline"]
         if c:  # and the value output climbs -c (G - v)^2 / 2: its gradient is c (G - v)
-            fit = (c * (returns - values)).astype(np.float32)
+            fit = (c * (returns - self.net.values(caches))).astype(np.float32)
             weighted = np.concatenate([weighted, fit[:, None]], axis=1)
-            piece.fit = diagnostics.fit(returns, values)  # for the log: explained variance
-        return self.net.gradient(steps.caches, weighted)
+        return self.net.gradient(caches, weighted)
 
     def train(
         self,
@@ -216,8 +236,9 @@ class ParallelPG(PGRun):
         log, with this rank's seconds (see :meth:`pgmpi.loop.Trainable.step`).
 
         Collective: every rank must call this. It makes two collectives: the Allreduce that
-        sums the gradients (a flat buffer, with a count of the games left out as non-finite),
-        and the book-keeping's small allgather."""
+        sums the gradients (a flat buffer, with a count of the games left out as non-finite;
+        with ``epochs`` > 1, one per pass over the batch), and the book-keeping's small
+        allgather."""
         c = self.config
         t0 = time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
@@ -226,21 +247,37 @@ class ParallelPG(PGRun):
             self.net, games, streams, min_steps=c["steps_per_slot"], whole_games=c["whole_games"]
         )
         t1 = time.perf_counter()
-        total = mpi.ExactSum(self.net.params.size, terms=c["slots"], exact=c["exact_reduction"])
-        for k, piece in zip(self.mine, pieces, strict=True):
-            grad = self._gradient(k, piece)
-            if grad is not None:
-                total.add(grad[1], rows=grad[0])
-        t2 = time.perf_counter()
-        divide_by = c["slots"] if c["batch_gradient"] == "mean" else 1  # the mean, or the sum
-        grad, bad = total.allreduce(divide_by)  # collective 1: every game's gradient, exactly
-        t3 = time.perf_counter()
+        batch = [self._batch(k, piece) for k, piece in zip(self.mine, pieces, strict=True)]
+        batch = [b for b in batch if b is not None]
+        allreduce_s = 0.0
+        for epoch in range(c["epochs"]):  # 1: REINFORCE; more: PPO's passes over the batch
+            total = mpi.ExactSum(self.net.params.size, terms=c["slots"], exact=c["exact_reduction"])
+            for steps, returns, adv in batch:
+                rows, values = self._gradient(steps, returns, adv, again=epoch > 0)
+                total.add(values, rows=rows)
+            t2 = time.perf_counter()
+            divide_by = c["slots"] if c["batch_gradient"] == "mean" else 1  # the mean, or the sum
+            grad, bad = total.allreduce(divide_by)  # collective 1: every game's gradient, exactly
+            allreduce_s += time.perf_counter() - t2
+            self._take(grad, bad)
+        if self.average is not None:  # the same float32 operations on every rank
+            self.average.params *= self._keep
+            self.average.params += (1 - self._keep) * self.net.params
+        total_s = time.perf_counter() - t0  # this rank's seconds
+        mine = dict(play_s=t1 - t0, grad_s=total_s - (t1 - t0) - allreduce_s)
+        mine.update(allreduce_s=allreduce_s, total_s=total_s)
+        mine.update(steps=sum(len(p.rewards) for p in pieces))
+        return self._book_keeping(pieces, mine, grad)
+
+    def _take(self, grad: np.ndarray, bad: int) -> None:
+        """The optimizer step on the summed gradient (the same on every rank), its value
+        output's share scaled by ``value_lr_scale``; raises on a non-finite gradient or step."""
         if bad:
             raise mpi.NonFiniteError(
                 f"update {self.update + 1}: non-finite or huge gradient in {bad} game(s); "
                 "lower learning_rate or check the env's rewards"
             )
-        scale, value = c["value_lr_scale"], self.net.W2[:, -1]  # the baseline's step size
+        scale, value = self.config["value_lr_scale"], self.net.W2[:, -1]  # the baseline's step
         before = value.copy() if scale != 1 else None
         self.optimizer.step(self.net.params, grad, self.step_size())  # the same on every rank
         if before is not None:  # the value output's step, scaled
@@ -250,12 +287,6 @@ class ParallelPG(PGRun):
                 f"update {self.update + 1}: the optimizer step made the parameters non-finite "
                 f"(learning rate {self.learning_rate:g}); lower learning_rate"
             )
-        if self.average is not None:  # the same float32 operations on every rank
-            self.average.params *= self._keep
-            self.average.params += (1 - self._keep) * self.net.params
-        mine = dict(play_s=t1 - t0, grad_s=t2 - t1, allreduce_s=t3 - t2)  # this rank's seconds
-        mine.update(total_s=time.perf_counter() - t0, steps=sum(len(p.rewards) for p in pieces))
-        return self._book_keeping(pieces, mine, grad)
 
     def _book_keeping(self, pieces: list, mine: dict, grad: np.ndarray) -> dict:
         """The post's "boring book-keeping", from every game finished on any rank, in slot

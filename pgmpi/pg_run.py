@@ -70,6 +70,7 @@ class PGRun:
                 else ""
             )  # fmt: skip
             + (f", learned baseline {c['value_baseline']:g}" if c["value_baseline"] else "")
+            + (f", PPO {c['epochs']} passes, clip {c['clip']:g}" if c["epochs"] > 1 else "")
             + (
                 f", lr{' and bonus' if c['entropy_bonus'] or moves else ''} decayed past "
                 f"{c['decay_from']:,} agent steps (halved "

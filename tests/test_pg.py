@@ -6,9 +6,9 @@ import pickle
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, NonFiniteError, ParallelPG, rollout
+from pgmpi import ConfigError, NonFiniteError, ParallelPG, rng, rollout
 from pgmpi.networks import sparse
-from pgmpi.pg import discounted_returns, gae, standardise
+from pgmpi.pg import clipped, discounted_returns, gae, standardise
 from pgmpi.presets import PRESETS
 
 
@@ -45,6 +45,62 @@ def test_gae_lambda_changes_the_update_and_is_kept_in_checkpoints(tmp_path):
     assert not np.array_equal(plain.net.params, lam.net.params)
     back = ParallelPG.load(lam.save(tmp_path / "ck.npz"), quiet=True)
     assert back.config["gae_lambda"] == 0.9
+
+
+def test_the_clipped_weights_are_the_gradient_of_ppos_objective():
+    """d/d log r of min(r A, clip(r, 1 - eps, 1 + eps) A), by central differences at points
+    away from the kinks, is the weight clipped() puts on d log pi (d r = r d log r)."""
+    g = np.random.default_rng(0)
+    adv, ratio, eps = g.normal(size=400), np.exp(g.normal(0, 0.3, 400)), 0.2
+    ratio = ratio[np.abs(np.abs(np.log(ratio)) - np.log1p(eps)) > 1e-3]  # off the kinks
+    ratio = ratio[np.abs(ratio - (1 - eps)) > 1e-3][:200]
+    adv = adv[: len(ratio)]
+
+    def objective(log_r):
+        r = np.exp(log_r)
+        return np.minimum(r * adv, np.clip(r, 1 - eps, 1 + eps) * adv)
+
+    h = 1e-6
+    numeric = (objective(np.log(ratio) + h) - objective(np.log(ratio) - h)) / (2 * h)
+    np.testing.assert_allclose(clipped(adv, ratio, eps), numeric, rtol=1e-4, atol=1e-6)
+    assert (clipped(adv, ratio, eps) == 0).any() and (clipped(adv, ratio, eps) != 0).any()
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "ALE/Pong-v5"])
+def test_a_second_pass_at_the_same_parameters_is_the_first_one(env):
+    """PPO's later passes recompute the probabilities on the same inputs: at the parameters
+    the steps were played with, the ratio is 1 and the gradient is REINFORCE's, bit for bit
+    (the value output's share included); a step later it is not."""
+    agent = ParallelPG(env=env, hidden_size=8, slots=2, steps_per_slot=300, value_baseline=0.5,
+                       epochs=2, seed=1, quiet=True)  # fmt: skip
+    streams = [rng.stream(1, rng.EPISODE, 0, k) for k in agent.mine]
+    games = [agent.games[k] for k in agent.mine]
+    pieces = rollout.play(
+        agent.net, games, streams, min_steps=300, whole_games=env != "ALE/Pong-v5"
+    )
+    batch = [agent._batch(k, piece) for k, piece in zip(agent.mine, pieces, strict=True)]
+    batch = [b for b in batch if b is not None]
+    assert batch
+    for b in batch:
+        first, again = agent._gradient(*b), agent._gradient(*b, again=True)
+        np.testing.assert_array_equal(first[0], again[0])
+        np.testing.assert_array_equal(first[1], again[1])
+    agent.net.params += np.float32(0.05) * np.sign(agent.net.flat(*agent._gradient(*batch[0])))
+    assert not np.array_equal(
+        agent._gradient(*batch[0])[1], agent._gradient(*batch[0], again=True)[1]
+    )
+
+
+def test_ppo_passes_change_the_update_and_are_kept_in_checkpoints(tmp_path):
+    plain, ppo = _cartpole().train(updates=3), _cartpole(epochs=3, clip=0.1).train(updates=3)
+    assert not np.array_equal(plain.net.params, ppo.net.params)
+    assert ", PPO 3 passes, clip 0.1" in ppo.describe().text
+    assert "PPO" not in plain.describe().text
+    back = ParallelPG.load(ppo.save(tmp_path / "ck.npz"), quiet=True)
+    assert (back.config["epochs"], back.config["clip"]) == (3, 0.1)
+    back.train(updates=4)
+    again = _cartpole(epochs=3, clip=0.1).train(updates=4)
+    np.testing.assert_array_equal(back.net.params, again.net.params)
 
 
 def _cartpole(**kw):
@@ -288,6 +344,8 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(entropy_bonus=-0.1), "entropy_bonus must be None or a number >= 0, got -0.1"),
         (dict(entropy_final=-0.1), "entropy_final must be None or a number >= 0, got -0.1"),
         (dict(entropy_steps=0), "entropy_steps must be an int >= 1, got 0"),
+        (dict(epochs=0), "epochs must be an int >= 1, got 0"),
+        (dict(clip=1.0), "clip must be in (0, 1), got 1.0"),
         (dict(decay_rate=1.0), "decay_rate must be in [0, 1), got 1.0"),
         (dict(hidden_size=0), "hidden_size must be an int >= 1, got 0"),
         (dict(seed=-2), "seed must be an int >= 0, got -2"),
@@ -430,7 +488,8 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
     with np.load(ck) as data:
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
-    screens = ("gae_lambda", "entropy_final", "entropy_steps", "value_lr_scale", "frame_stack")
+    screens = ("gae_lambda", "entropy_final", "entropy_steps", "value_lr_scale", "frame_stack",
+               "epochs", "clip")  # fmt: skip
     for name in ("entropy_bonus", "deterministic_games", "decay_from", *screens):
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)

@@ -147,6 +147,25 @@ def test_a_learned_baseline_resumes_exactly_mid_game_on_another_rank_count(tmp_p
     assert _hash(plain) != _hash(whole)  # the baseline changed the updates
 
 
+def test_ppo_passes_resume_exactly_mid_game_on_another_rank_count(tmp_path):
+    """With 3 PPO passes an update (and a learned baseline): 4 updates on 1 rank, or 2 on 2
+    ranks then 2 more on 3 from the checkpoint, give the same parameters, optimizer state and
+    logged scores, and not those of one pass."""
+    ppo = [*PONG, "--value-baseline", "0.5", "--epochs", "3"]
+    whole = run_mpi(1, [SCRIPT, *ppo, "--updates", "4", "--log-dir", str(tmp_path / "a")])
+    first = run_mpi(2, [SCRIPT, *ppo, "--updates", "2", "--log-dir", str(tmp_path / "b")])
+    assert first.returncode == 0, first.stderr[-3000:]
+    rest = run_mpi(
+        3, [SCRIPT, *ppo, "--updates", "4", "--log-dir", str(tmp_path / "b"), "--resume"]
+    )
+    assert _hash(rest) == _hash(whole)
+    a, b = (_learning_columns(tmp_path / d / "progress.csv") for d in "ab")
+    assert len(a) == 4 and a == b
+    once = [*PONG, "--value-baseline", "0.5"]
+    plain = run_mpi(1, [SCRIPT, *once, "--updates", "4", "--log-dir", str(tmp_path / "c")])
+    assert _hash(plain) != _hash(whole)
+
+
 def test_pong_resume_is_exact_with_games_in_progress_and_a_new_rank_count(tmp_path):
     """Stop after 2 updates on 2 ranks with games half played, go on to 4 on 3 ranks."""
     whole = _hash(run_mpi(1, [SCRIPT, *PONG, "--updates", "4", "--log-dir", str(tmp_path / "a")]))
