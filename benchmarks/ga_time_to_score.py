@@ -16,9 +16,10 @@ copies the checkpoint to DIR/snapshots/gen_NNNNN.npz and notes the chunk's start
 DIR/chunks.log; the example's own output goes to DIR/train.log. A run already there goes on
 where it stopped, and one that has trained ``--minutes`` (or ``--generations``) is left as
 it is (``--env-steps N``: also one that has played N env steps, checked after each chunk,
-for screens on a busy machine). The minutes are training minutes: the generations' seconds
-that PrunedGA adds up (start-up, checkpoints and the 1-episode evaluation at each chunk's
-end not included); a limit stops a run at the end of the generation under way.
+for screens on a busy machine; the evaluations then end at the last snapshot within N).
+The minutes are training minutes: the generations' seconds that PrunedGA adds up (start-up,
+checkpoints and the 1-episode evaluation at each chunk's end not included); a limit stops a
+run at the end of the generation under way.
 
 Then, for every run with snapshots in ``--runs``, it plays the best network of chosen
 snapshots over ``--episodes`` (100) new episodes (``PrunedGA.load(snapshot).evaluate(100)``
@@ -142,6 +143,8 @@ def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
     """One run's levels, final evaluation, evaluated networks and training curve."""
     gens = snapshots.generations(run)
     metas = {g: meta(snapshots.snapshot_path(run, g)) for g in gens}
+    if args.env_steps:  # a screen: the run as it stood at the budget
+        gens = [g for g in gens if metas[g]["steps"] <= args.env_steps]
     # Snapshots with the same best network and evaluation count play the same episodes
     # alike: each plays as the first of them.
     first, same = {}, {}
@@ -288,8 +291,8 @@ def main() -> None:
     p.add_argument(
         "--env-steps",
         type=int,
-        help="and no chunk after this many env steps (for screens on a busy machine, which "
-        "compare runs at the same env steps, as minutes there mean nothing)",
+        help="and no chunk after this many env steps, and no snapshot past them evaluated "
+        "(for screens on a busy machine, which compare runs at the same env steps)",
     )
     kept, cache = common.RESULTS / "ga_time_to_score.json", "ga_time_to_score_cache.json"
     snapshots.add_flags(p, kept, cache, "ranks per run and per evaluation")
