@@ -225,40 +225,54 @@ def final_table(result: dict) -> str:
 
 
 def label(name: str) -> str:
-    """A run's folder name (``seed0``, ``synaptolytic-seed0``) in words, for a legend."""
+    """A run's folder name (``seed0``, ``synaptolytic-seed0``, a screen's ``NAME-seed0``) in
+    words, for a legend."""
     preset, _, seed = name.rpartition("-")
     seed = seed.removeprefix("seed")
-    return f"{preset} preset, seed {seed}" if preset else f"seed {seed}"
+    if not preset:
+        return f"seed {seed}"
+    return f"{preset} preset, seed {seed}" if preset in PRESETS else f"{preset}, seed {seed}"
 
 
 def plot(result: dict, path: Path) -> Path:
     """Each run's evaluated networks (mean over the evaluation episodes, 95% interval, at
     the time the run found each) and each generation's best training return, against
-    training minutes and env steps."""
+    training minutes and env steps (a screen's, ``env_steps`` set: env steps only, as its
+    minutes on a busy machine say nothing)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    screen = result.get("env_steps")
+    if screen:
+        fig, b = plt.subplots(figsize=(8, 4.5))
+        a, axes = b, (b,)
+    else:
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+        a, b = axes
     for k, (name, run) in enumerate(result["runs"].items()):  # the seeds, then the presets
         c, episodes = f"C{k}", run["episodes_per_individual"]
         minutes, steps, best = zip(*run["curve"], strict=True) if run["curve"] else ((),) * 3
         training = f"{label(name)}: each generation's best, mean of its {episodes} episodes"
-        a.plot(minutes, best, c=c, lw=0.7, alpha=0.45, label=training)
-        b.plot([s / 1e6 for s in steps], best, c=c, lw=0.7, alpha=0.45)
+        if not screen:
+            a.plot(minutes, best, c=c, lw=0.7, alpha=0.45, label=training)
+        b.plot([s / 1e6 for s in steps], best, c=c, lw=0.7, alpha=0.45,
+               label=training if screen else None)  # fmt: skip
         ev = [e for e in run["evaluations"].values() if e["found"]]
         ev.sort(key=lambda e: e["found"]["steps"])
         scored = f"{label(name)}: best network, mean of {result['episodes']} new episodes"
-        if all(e["found"]["seconds"] is not None for e in ev):
+        if not screen and all(e["found"]["seconds"] is not None for e in ev):
             snapshots.draw(a, ev, lambda e: e["found"]["seconds"] / 60, scored, c=c)
-        snapshots.draw(b, ev, lambda e: e["found"]["steps"] / 1e6, None, c=c)
-    for ax in (a, b):
+        snapshots.draw(b, ev, lambda e: e["found"]["steps"] / 1e6, scored if screen else None, c=c)
+    for ax in axes:
         for level in result["levels"]:
             ax.axhline(level, c="grey", lw=0.6, ls=":")
         ax.grid(alpha=0.3)
     a.set(xlabel=f"training minutes on {result['ranks']} ranks", ylabel="return")
     b.set(xlabel="env steps (millions)")
+    if screen:
+        b.axvline(screen / 1e6, c="k", lw=0.8, ls="--")  # the budget
     fig.suptitle("PrunedGA on BipedalWalker-v3: the best network, when the run found it")
     fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=8, frameon=False)
     return common.save_figure(fig, path)
@@ -315,6 +329,7 @@ def main() -> None:
         episodes=args.episodes,
         levels=args.levels,
         runs={d.name: time_to_score(d, evaluations, args) for d in runs},
+        env_steps=args.env_steps,
     )
     print(table(result), final_table(result), sep="\n\n")
     print(f"{evaluations.new} new evaluation(s), {len(evaluations.known)} in {args.cache}")

@@ -48,7 +48,7 @@ def test_a_tiny_run_is_evaluated_once_per_network_and_tabled(tmp_path, capsys):
         worker(PrunedGA, str(snapshot), 5, record)  # as under mpirun, on 1 rank
         return json.loads(capsys.readouterr().out.splitlines()[-1])
 
-    args = argparse.Namespace(levels=[-1e9, 1e9], coarse=1, episodes=5)
+    args = argparse.Namespace(levels=[-1e9, 1e9], coarse=1, episodes=5, env_steps=None)
     cache = tmp_path / "cache.json"
     out = time_to_score(run, Evaluations(cache, play, 5), args)
     found = [meta(snapshot_path(run, g))["best_found"] for g in range(1, 9)]

@@ -57,3 +57,11 @@ def test_the_benchmark_trains_in_chunks_evaluates_each_network_once_and_goes_on(
     # a time limit ends a run at the end of the generation under way, even within a chunk
     bench(5, 4, "--every", "3", "--minutes", "0.0001")
     assert [p.name for p in (runs / "seed4" / "snapshots").iterdir()] == ["gen_00001.npz"]
+    # an env-step budget ends a run after the chunk that passes it; a screen evaluates only
+    # the snapshots within the budget (here none) and draws against env steps only
+    bench(10, 5, "--env-steps", "1")
+    assert [p.name for p in (runs / "seed5" / "snapshots").iterdir()] == ["gen_00001.npz"]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["env_steps"] == 1 and result["runs"]["seed5"]["final"] is None
+    assert result["runs"]["seed3"]["final"] is None  # its snapshots too are past 1 env step
+    assert (tmp_path / "figure.png").stat().st_size > 0
