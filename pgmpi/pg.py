@@ -9,8 +9,9 @@ update, their gradients summed, RMSProp 1e-4; ``fast``, the defaults, learns fas
 Work split (docs/how-it-is-parallel.md): ``slots`` persistent games, game k played by
 rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed on (seed,
 update, k). An update (:meth:`ParallelPG.step`) makes two collectives: one exact Allreduce
-sums every game's gradient, so every rank takes the same optimizer step and parameters stay
-identical, bit for bit on any rank count, never sent; one small allgather then hands every
+sums every game's gradient (one per pass with ``epochs`` > 1, PPO's clipped objective), so
+every rank takes the same optimizer step and parameters stay identical, bit for bit on any
+rank count, never sent; one small allgather then hands every
 rank the scores of the games that ended, every rank's seconds and each game's diagnostics
 (:mod:`pgmpi.diagnostics`: entropy, points won, the baseline's fit), so all log the same row.
 (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a small Allreduce of
