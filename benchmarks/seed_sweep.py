@@ -99,6 +99,14 @@ def median_and_worst(steps: list[int | None]) -> tuple[float | None, int | None]
     return median, ranked[-1]
 
 
+def known_within(seeds: dict[str, dict], level: int) -> int:
+    """How far a median or worst that did not reach ``level`` is known: the fewest agent
+    steps played by a seed short of it (a seed stopped at its target played less, and says
+    nothing of higher levels); 0 if every seed reached it."""
+    short = [s["steps_played"] for s in seeds.values() if s["reached"][str(level)] is None]
+    return min(short, default=0)
+
+
 def median_seed(seeds: dict[str, dict]) -> str:
     """The seed in the middle when ranked by steps to 0 (not reached last), then by the final
     100-game mean (higher first); with an even count, the lower-middle one."""
@@ -370,9 +378,9 @@ def main() -> None:
     for t in LEVELS:
         median, worst = median_and_worst([seeds[s]["reached"][str(t)] for s in ordered])
         summary[str(t)] = {"median": median, "worst": worst}
-    short = min(s["steps_played"] for s in seeds.values())
+    short = {t: known_within(seeds, t) for t in LEVELS}
     for label in ("median", "worst"):
-        cells = [cell(summary[str(t)][label], short) for t in LEVELS]
+        cells = [cell(summary[str(t)][label], short[t]) for t in LEVELS]
         print(f"| **{label}** | " + " | ".join(cells) + " | | |")
     ev = seeds[middle]["evaluation"]
     if ev:
