@@ -114,7 +114,8 @@ class PGConfig(Settings):
     objective (Schulman et al. 2017), each pass one optimizer step on the whole batch with
     today's probabilities, as screened in docs/screens.md"""
     clip: float = 0.2
-    """PPO's clip on the probability ratio, epsilon in [1 - epsilon, 1 + epsilon] (epochs > 1)"""
+    """PPO's clip: a later pass stops pushing a step's probability ratio (now to when played)
+    past [1 - clip, 1 + clip] (only with epochs > 1)"""
     average_half_life: float = 200.0
     """the policy evaluate() and act() play: a running average of the parameters with this
     half-life in updates, kept beside training and never fed back (0: the live parameters,
