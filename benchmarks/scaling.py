@@ -102,7 +102,7 @@ def worker(args) -> None:
             for k in agent.mine:
                 waiting = agent.open_rallies.steps.get(k)
                 recorded.append((u, k, agent.games[k].snapshot(), waiting))
-                agent._gradient(k, piece_of(agent, u, k))  # play on: the next piece's state
+                slot_work(agent, k, piece_of(agent, u, k))  # play on: the next piece's state
         costs = np.full((args.replays, len(recorded)), np.inf)
         for r in range(args.replays):
             for i, (u, k, snap, waiting) in enumerate(recorded):
@@ -111,7 +111,7 @@ def worker(args) -> None:
                 if waiting is not None:
                     agent.open_rallies.steps[k] = waiting
                 t = time.perf_counter()
-                agent._gradient(k, piece_of(agent, u, k))
+                slot_work(agent, k, piece_of(agent, u, k))
                 costs[r, i] = time.perf_counter() - t
         out["slot_s_replays"] = costs.tolist()
         costs = costs.min(axis=0).tolist()
@@ -129,6 +129,14 @@ def worker(args) -> None:
             out["step_s"][k] = best / (steps * k)
     if mpi.is_root():
         print(json.dumps(out), flush=True)
+
+
+def slot_work(agent, k: int, piece) -> None:
+    """A played piece's work after play, as ParallelPG.step does it: its returns and
+    advantages, then its gradient once per pass (``epochs``)."""
+    batch = agent._batch(k, piece)
+    for epoch in range(agent.config["epochs"] if batch is not None else 0):
+        agent._gradient(*batch, again=epoch > 0)
 
 
 def piece_of(agent, u: int, k: int):
