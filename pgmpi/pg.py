@@ -11,9 +11,9 @@ rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed
 update, k). An update (:meth:`ParallelPG.step`) makes two collectives: one exact Allreduce
 sums every game's gradient (one per pass with ``epochs`` > 1, PPO's clipped objective), so
 every rank takes the same optimizer step and parameters stay identical, bit for bit on any
-rank count, never sent; one small allgather then hands every
-rank the scores of the games that ended, every rank's seconds and each game's diagnostics
-(:mod:`pgmpi.diagnostics`: entropy, points won, the baseline's fit), so all log the same row.
+rank count, never sent; one small allgather then hands every rank the scores of the games
+that ended, every rank's seconds and each game's diagnostics (:mod:`pgmpi.diagnostics`:
+entropy, points won, the baseline's fit), so all log the same row.
 (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a small Allreduce of
 the stop signals and time-limit votes, so all stop together; with ``trace``, a gather of
 every rank's seconds; when it saves, the checkpoint's gather of the games in progress.)
@@ -168,7 +168,8 @@ class ParallelPG(PGRun):
     def _batch(self, k: int, piece: rollout.Piece) -> tuple | None:
         """Game k's finished rallies, their discounted returns and standardised advantages
         (the returns less the learned baseline's values, with one; or GAE(lambda) from them,
-        with ``gae_lambda``), as (steps, returns, advantages); None if no rally finished."""
+        with ``gae_lambda``), as (steps, returns, values, advantages); None if no rally
+        finished."""
         steps = self.open_rallies.known(k, piece, self.net)  # a rally's steps wait for its point
         if steps is None:
             return None
@@ -180,9 +181,9 @@ class ParallelPG(PGRun):
             adv = gae(steps.rewards, values, gamma, lam, steps.ends)
         if self.config["value_baseline"]:
             piece.fit = diagnostics.fit(returns, values)  # for the log: explained variance
-        return steps, returns, standardise(adv).astype(np.float32)
+        return steps, returns, values, standardise(adv).astype(np.float32)
 
-    def _gradient(self, steps: rollout.Piece, returns, adv, again: bool = False) -> tuple:
+    def _gradient(self, steps: rollout.Piece, returns, values, adv, again=False) -> tuple:
         """The REINFORCE gradient of a game's finished rallies: d log pi weighted by the
         advantages, as (rows, values). ``again``: a later pass over the same steps (PPO),
         with today's probabilities, each step's weight times the ratio of its probability
@@ -194,13 +195,14 @@ class ParallelPG(PGRun):
             then = self.net.likelihood(dlogits, steps.actions)  # float32's few bits: floored
             ratio = self.net.likelihood(now, steps.actions) / np.maximum(then, 1e-6)
             adv, dlogits = clipped(adv, ratio, self.config["clip"]), now
+            values = self.net.values(caches)  # zeros without a baseline
         weighted = dlogits * adv[:, None]
         beta = self.entropy_weight()
         if beta:  # + beta d H / d logits: keeps the policy from settling too soon
             weighted += np.float32(beta) * self.net.entropy_dlogits(dlogits, steps.actions)
         c = self.config["value_baseline"]
         if c:  # and the value output climbs -c (G - v)^2 / 2: its gradient is c (G - v)
-            fit = (c * (returns - self.net.values(caches))).astype(np.float32)
+            fit = (c * (returns - values)).astype(np.float32)
             weighted = np.concatenate([weighted, fit[:, None]], axis=1)
         return self.net.gradient(caches, weighted)
 
@@ -253,9 +255,9 @@ class ParallelPG(PGRun):
         allreduce_s = 0.0
         for epoch in range(c["epochs"]):  # 1: REINFORCE; more: PPO's passes over the batch
             total = mpi.ExactSum(self.net.params.size, terms=c["slots"], exact=c["exact_reduction"])
-            for steps, returns, adv in batch:
-                rows, values = self._gradient(steps, returns, adv, again=epoch > 0)
-                total.add(values, rows=rows)
+            for game in batch:
+                rows, block = self._gradient(*game, again=epoch > 0)
+                total.add(block, rows=rows)
             t2 = time.perf_counter()
             divide_by = c["slots"] if c["batch_gradient"] == "mean" else 1  # the mean, or the sum
             grad, bad = total.allreduce(divide_by)  # collective 1: every game's gradient, exactly
