@@ -245,34 +245,35 @@ def plot(result: dict, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     screen = result.get("env_steps")
-    if screen:
-        fig, b = plt.subplots(figsize=(8, 4.5))
-        a, axes = b, (b,)
-    else:
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-        a, b = axes
+    panels = [  # (x axis, a curve point's x from (minutes, steps), a snapshot's x or None)
+        (f"training minutes on {result['ranks']} ranks", lambda m, s: m,
+         lambda e: None if e["found"]["seconds"] is None else e["found"]["seconds"] / 60),
+        ("env steps (millions)", lambda m, s: s / 1e6, lambda e: e["found"]["steps"] / 1e6),
+    ][1 if screen else 0:]  # fmt: skip
+    fig, axes = plt.subplots(1, len(panels), figsize=(3 + 4 * len(panels), 4.5), sharey=True)
+    axes = [axes] if len(panels) == 1 else list(axes)
     for k, (name, run) in enumerate(result["runs"].items()):  # the seeds, then the presets
         c, episodes = f"C{k}", run["episodes_per_individual"]
-        minutes, steps, best = zip(*run["curve"], strict=True) if run["curve"] else ((),) * 3
         training = f"{label(name)}: each generation's best, mean of its {episodes} episodes"
-        if not screen:
-            a.plot(minutes, best, c=c, lw=0.7, alpha=0.45, label=training)
-        b.plot([s / 1e6 for s in steps], best, c=c, lw=0.7, alpha=0.45,
-               label=training if screen else None)  # fmt: skip
-        ev = [e for e in run["evaluations"].values() if e["found"]]
-        ev.sort(key=lambda e: e["found"]["steps"])
         scored = f"{label(name)}: best network, mean of {result['episodes']} new episodes"
-        if not screen and all(e["found"]["seconds"] is not None for e in ev):
-            snapshots.draw(a, ev, lambda e: e["found"]["seconds"] / 60, scored, c=c)
-        snapshots.draw(b, ev, lambda e: e["found"]["steps"] / 1e6, scored if screen else None, c=c)
-    for ax in axes:
+        ev = sorted(
+            (e for e in run["evaluations"].values() if e["found"]),
+            key=lambda e: e["found"]["steps"],
+        )
+        for j, (ax, (_, x, x_found)) in enumerate(zip(axes, panels, strict=True)):
+            last = j == len(panels) - 1  # the legend names each line once
+            ax.plot([x(m, s) for m, s, _ in run["curve"]], [b for *_, b in run["curve"]],
+                    c=c, lw=0.7, alpha=0.45, label=training if last else None)  # fmt: skip
+            if all(x_found(e) is not None for e in ev):
+                snapshots.draw(ax, ev, x_found, scored if last else None, c=c)
+    for ax, (xlabel, *_) in zip(axes, panels, strict=True):
         for level in result["levels"]:
             ax.axhline(level, c="grey", lw=0.6, ls=":")
         ax.grid(alpha=0.3)
-    a.set(xlabel=f"training minutes on {result['ranks']} ranks", ylabel="return")
-    b.set(xlabel="env steps (millions)")
+        ax.set(xlabel=xlabel)
+    axes[0].set(ylabel="return")
     if screen:
-        b.axvline(screen / 1e6, c="k", lw=0.8, ls="--")  # the budget
+        axes[-1].axvline(screen / 1e6, c="k", lw=0.8, ls="--")  # the budget
     fig.suptitle("PrunedGA on BipedalWalker-v3: the best network, when the run found it")
     fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=8, frameon=False)
     return common.save_figure(fig, path)

@@ -20,7 +20,7 @@ from pgmpi import memory
 from pgmpi.settings import (
     Settings,
     at_least,
-    field_problem,
+    first_problem,
     is_bool,
     is_int,
     is_real,
@@ -159,7 +159,7 @@ class PGConfig(Settings):
         memory allow (checked before the games are listed or made)."""
         s, needs = self, "needs a learned baseline: value_baseline > 0 (it is 0)"
         why = "a weight against standardised returns: more makes every gradient overflow"
-        problem = field_problem(s, [
+        problem = first_problem(s, [
             ("hidden_size", lambda x: at_least(x, 1), "an int >= 1"),
             ("optimizer", lambda x: x in ("adam", "rmsprop"), "'adam' or 'rmsprop'"),
             ("learning_rate", lambda x: is_real(x) and x > 0, "> 0"),
@@ -287,7 +287,7 @@ class GAConfig(Settings):
         s = self
         problem = pruning_problem(s.population_size, s.elite_fraction, s.prune_rate, s.seed,
                                   s.mutation_rate, s.restore_rate, s.best_reevaluation)  # fmt: skip
-        return problem or field_problem(s, [
+        return problem or first_problem(s, [
             ("hidden_sizes", is_sizes, "a list of ints >= 1"),
             ("genome", lambda x: x in (None, "ones", "signed-dag"), "None, 'ones' or 'signed-dag'"),
             ("weight_scale", lambda x: is_real(x) and x > 0, "a number > 0"),
@@ -340,7 +340,7 @@ class ESConfig(Settings):
         """The first problem with these settings, or None; given the env's ``probe`` and the
         ranks on this node (``ranks``): also whether the table holds a perturbation and fits."""
         s = self
-        problem = field_problem(s, [
+        problem = first_problem(s, [
             ("hidden_sizes", is_sizes, "a list of ints >= 1"),
             ("population_size", lambda x: at_least(x, 2) and x % 2 == 0,
              "an even int >= 2 (antithetic pairs)"),

@@ -124,12 +124,10 @@ class GARun:
         n = self.net.n_weights
         shape = None if mask is None else np.shape(mask)
         ok_mask = mask is None or (shape == (n,) and np.isin(mask, (0, 1)).all())
-        problem = first_problem(
-            [
-                (is_int(episodes) and episodes >= 1, "episodes", episodes, "an int >= 1"),
-                (ok_mask, "mask", f"an array of shape {shape}", f"0/1 or bool of shape ({n},)"),
-            ]
-        )
+        problem = first_problem(dict(episodes=episodes), [
+            ("episodes", lambda x: is_int(x) and x >= 1, "an int >= 1"),
+            (lambda _: ok_mask, f"mask must be 0/1 or bool of shape ({n},), got shape {shape}"),
+        ])  # fmt: skip
         mpi.agree(dict(episodes=episodes), problem)
         self.evaluations += 1
         label = "best network" if mask is None else "given mask"

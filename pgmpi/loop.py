@@ -35,20 +35,23 @@ def check_limits(
     number, the others ints). NaN, negative and zero limits are refused, so a typo cannot
     turn into "no limit" or "train once".
     """
-    checks = [
-        (v is None or ((is_real(v) if k == "minutes" else is_int(v)) and v > 0), k, v,
-         "None or a finite number > 0" if k == "minutes" else "None or an int >= 1")
-        for k, v in limits.items()
-    ]  # fmt: skip
-    return first_problem([
-        *checks,
-        (target_return is None or is_real(target_return), "target_return", target_return,
-         "None or a finite number"),
-        (is_int(checkpoint_every) and checkpoint_every >= 1, "checkpoint_every",
-         checkpoint_every, "an int >= 1"),
-        (callback is None or callable(callback), "callback", callback, "None or a function"),
-        (checkpoint_path is None or is_path(checkpoint_path), "checkpoint_path",
-         checkpoint_path, "None or a non-empty path"),
+
+    def limit(k):  # its check: minutes may be a fraction, the other limits count
+        real = k == "minutes"
+        return (
+            k,
+            lambda x: x is None or ((is_real(x) if real else is_int(x)) and x > 0),
+            "None or a finite number > 0" if real else "None or an int >= 1",
+        )
+
+    values = dict(limits, target_return=target_return, checkpoint_every=checkpoint_every,
+                  callback=callback, checkpoint_path=checkpoint_path)  # fmt: skip
+    return first_problem(values, [
+        *map(limit, limits),
+        ("target_return", lambda x: x is None or is_real(x), "None or a finite number"),
+        ("checkpoint_every", lambda x: is_int(x) and x >= 1, "an int >= 1"),
+        ("callback", lambda x: x is None or callable(x), "None or a function"),
+        ("checkpoint_path", lambda x: x is None or is_path(x), "None or a non-empty path"),
     ])  # fmt: skip
 
 

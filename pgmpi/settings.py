@@ -1,7 +1,7 @@
 """What every setting is made of: the small checks of values and arguments (:func:`is_int`,
-:func:`must`, :func:`first_problem`, :func:`field_problem`, ...), the pruning GA's selection
-check, the :class:`Settings` the configs of :mod:`pgmpi.config` share, and :func:`configure`,
-which builds an algorithm's settings and finds the first problem with them.
+:func:`must`, :func:`first_problem`, ...), the pruning GA's selection check, the
+:class:`Settings` the configs of :mod:`pgmpi.config` share, and :func:`configure`, which
+builds an algorithm's settings and finds the first problem with them.
 """
 
 from __future__ import annotations
@@ -48,24 +48,21 @@ def must(name: str, value, expected: str) -> str:
     return f"{name} must be {expected}, got {value!r}"
 
 
-def first_problem(checks: list[tuple]) -> str | None:
-    """The message for the first failed ``(ok, name, value, expected)`` check, or None."""
-    return next((must(n, v, e) for ok, n, v, e in checks if not ok), None)
-
-
-def field_problem(settings, checks) -> str | None:
-    """The message for the first failed check of ``settings``' fields, or None. Checks run in
-    order, each only once those before it pass: ``(name, ok, expected)`` fails when
-    ``ok(value)`` is false for the field ``name`` (the message is :func:`must`'s), and
-    ``(ok, message)``, a check of several fields, when ``ok(settings)`` is false."""
+def first_problem(values, checks) -> str | None:
+    """The message for the first failed check, or None. ``values`` holds the values by name:
+    a dict, or an object whose fields they are (a settings dataclass). Checks run in order,
+    each only once those before it pass: ``(name, ok, expected)`` fails when ``ok(value)`` is
+    false for the value ``name`` (the message is :func:`must`'s), and ``(ok, message)``, a
+    check of several values, when ``ok(values)`` is false."""
     for check in checks:
         if len(check) == 2:
             ok, message = check
-            if not ok(settings):
+            if not ok(values):
                 return message
         else:
             name, ok, expected = check
-            if not ok(value := getattr(settings, name)):
+            value = values[name] if isinstance(values, dict) else getattr(values, name)
+            if not ok(value):
                 return must(name, value, expected)
     return None
 
@@ -80,24 +77,21 @@ def pruning_problem(
     best_reevaluation=False,
 ) -> str | None:
     """The first problem with a pruning GA's selection and mutation settings, or None."""
-    P, f, r = population_size, elite_fraction, prune_rate
-    if not at_least(P, 2):
-        return must("population_size", P, "an int >= 2")
-    if not (is_real(f) and 0 < f < 1):
-        return must("elite_fraction", f, "in (0, 1)")
-    if math.ceil(f * P - 1e-9) >= P:
-        return must("elite_fraction", f, f"small enough to leave a child in a population of {P}")
-    if not (is_real(r) and 0 <= r < 1):
-        return must("prune_rate", r, "in [0, 1)")
-    if not at_least(seed, 0):
-        return must("seed", seed, "an int >= 0")
-    if not (mutation_rate is None or (is_real(mutation_rate) and 0 <= mutation_rate < 1)):
-        return must("mutation_rate", mutation_rate, "None or a number in [0, 1)")
-    if not (is_real(restore_rate) and 0 <= restore_rate < 1):
-        return must("restore_rate", restore_rate, "a number in [0, 1)")
-    if not is_bool(best_reevaluation):
-        return must("best_reevaluation", best_reevaluation, "True or False")
-    return None
+    P = population_size
+    return first_problem(dict(population_size=P, elite_fraction=elite_fraction,
+                              prune_rate=prune_rate, seed=seed, mutation_rate=mutation_rate,
+                              restore_rate=restore_rate, best_reevaluation=best_reevaluation), [
+        ("population_size", lambda x: at_least(x, 2), "an int >= 2"),
+        ("elite_fraction", lambda x: is_real(x) and 0 < x < 1, "in (0, 1)"),
+        ("elite_fraction", lambda x: math.ceil(x * P - 1e-9) < P,
+         f"small enough to leave a child in a population of {P}"),
+        ("prune_rate", lambda x: is_real(x) and 0 <= x < 1, "in [0, 1)"),
+        ("seed", lambda x: at_least(x, 0), "an int >= 0"),
+        ("mutation_rate", lambda x: x is None or (is_real(x) and 0 <= x < 1),
+         "None or a number in [0, 1)"),
+        ("restore_rate", lambda x: is_real(x) and 0 <= x < 1, "a number in [0, 1)"),
+        ("best_reevaluation", is_bool, "True or False"),
+    ])  # fmt: skip
 
 
 class Settings:
