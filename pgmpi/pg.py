@@ -33,7 +33,6 @@ from pgmpi import diagnostics, loop, mpi, rallies, rng, rollout
 from pgmpi.config import REFERENCE_SLOTS, PGConfig
 from pgmpi.envs import PONG_ID
 from pgmpi.games import make_games, probe_game
-from pgmpi.logger import mean, rank_figures
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.optimizers import Adam, RMSProp
 from pgmpi.options import RunOptions
@@ -80,8 +79,9 @@ def standardise(x: np.ndarray) -> np.ndarray:
 class ParallelPG(PGRun):
     """Policy gradient over MPI ranks; every rank must construct it with the same arguments.
 
-    The set-up and the update are here; what the run does besides (its printed lines,
-    ``evaluate``, ``act``, ``save``, ``load``, ``from_preset``) is :class:`pgmpi.pg_run.PGRun`.
+    The set-up and the update are here; what the run does besides (the book-keeping after an
+    update, its printed lines, ``evaluate``, ``act``, ``save``, ``load``, ``from_preset``) is
+    :class:`pgmpi.pg_run.PGRun`.
 
     Args:
         env: a gymnasium env id or a zero-argument env factory; Pong (``"ALE/Pong-v5"``) is
@@ -235,8 +235,8 @@ class ParallelPG(PGRun):
 
     def step(self) -> dict:
         """One update: play, the returns and gradient of every game, their sum over ranks,
-        the optimizer step, then the book-keeping (:meth:`_book_keeping`). Returns the row to
-        log, with this rank's seconds (see :meth:`pgmpi.loop.Trainable.step`).
+        the optimizer step, then the book-keeping (:meth:`pgmpi.pg_run.PGRun._book_keeping`).
+        Returns the row to log, with this rank's seconds (see :meth:`pgmpi.loop.Trainable.step`).
 
         Collective: every rank must call this. It makes two collectives: the Allreduce that
         sums the gradients (a flat buffer, with a count of the games left out as non-finite;
@@ -290,47 +290,6 @@ class ParallelPG(PGRun):
                 f"update {self.update + 1}: the optimizer step made the parameters non-finite "
                 f"(learning rate {self.learning_rate:g}); lower learning_rate"
             )
-
-    def _book_keeping(self, pieces: list, mine: dict, grad: np.ndarray) -> dict:
-        """The post's "boring book-keeping", from every game finished on any rank, in slot
-        order and in order of play within a slot (the same on any rank count): the counters,
-        the running reward, the row. Collective: one small allgather, so that every rank
-        logs the same row, with every rank's seconds and steps (``mine``) and diagnostics."""
-        c = self.config
-        rate = self.step_size()  # this update's: before the steps below are counted
-        finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
-        sums = [diagnostics.game_sums(p) for p in pieces]  # entropy, points, baseline fit
-        ranks = mpi.allgather_object((finished, mine, sums))  # collective 2: every rank's, to all
-        played = sorted((g for f, *_ in ranks for g in f), key=lambda g: g[0])
-        games = [g for g in played if g[3]]  # the run's protocol only (deterministic_games)
-        for _, ret, _, _ in games:
-            rr = self.running_reward
-            self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
-            self.recent_returns.append(ret)
-        figures = [r for _, r, _ in ranks]
-        self.update += 1
-        self.episodes += len(played)
-        self.steps += sum(r["steps"] for r in figures)
-        cap = c["max_episode_steps"]
-        running = float("nan") if self.running_reward is None else self.running_reward
-        row = {
-            "episodes": self.episodes,
-            "update": self.update,
-            "steps": self.steps,
-            "charts/running_reward": running,
-            "charts/mean_return_100": mean(self.recent_returns),
-            "charts/games": len(games),
-            "charts/mean_return": mean([g[1] for g in games]),
-            "charts/mean_length": mean([g[2] for g in games]),
-            "charts/capped_games": sum(g[2] >= cap for g in games),
-            "charts/learning_rate": rate,
-            **rank_figures(figures),
-            **diagnostics.row([d for *_, d in ranks], grad),  # exact sums, in any order
-            "_seconds": mine,  # the loop's: this rank's, for the trace
-        }
-        if row["charts/capped_games"]:  # said once by the loop; the CSV counts them
-            row["_note"] = f"note: games cut at max_episode_steps={cap}"
-        return row
 
     def decay(self) -> float:
         """What this update's step size and entropy bonus are divided by: 1, or with

@@ -1,10 +1,11 @@
-"""What a ParallelPG run needs besides its updates: the loop's figures and lines, the learned
-policy played (evaluation, ``act``), and checkpoints of the run with its games in progress.
+"""What a ParallelPG run needs besides its updates: the book-keeping after each (counters,
+running reward, the logged row), the loop's figures and lines, the learned policy played
+(evaluation, ``act``), and checkpoints of the run with its games in progress.
 
 :class:`pgmpi.pg.ParallelPG` is the algorithm, set-up and update, as the post reads; it takes
 these from :class:`PGRun`, which reads the attributes that ParallelPG's constructor sets
-(``net``, ``average``, ``optimizer``, ``config``, ``probe``, ``games``, ``open_rallies``,
-the counters).
+(``net``, ``average``, ``optimizer``, ``config``, ``probe``, ``games``, ``mine``,
+``open_rallies``, ``recent_returns``, the counters).
 """
 
 from __future__ import annotations
@@ -15,30 +16,27 @@ from typing import TypeVar
 
 import numpy as np
 
-from pgmpi import checkpoint, mpi, pong, rallies, rollout
+from pgmpi import checkpoint, diagnostics, mpi, pong, rallies, rollout
 from pgmpi.config import PG_BEFORE
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.games import make_game
-from pgmpi.logger import mean
+from pgmpi.logger import mean, rank_figures
 from pgmpi.loop import Description
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.presets import PRESETS
-from pgmpi.settings import at_least, is_bool, must
+from pgmpi.settings import at_least, first_problem, is_bool
 
 Agent = TypeVar("Agent", bound="PGRun")
 
 
 def evaluate_problem(episodes, greedy, sticky, live) -> str | None:
     """The first problem with ``ParallelPG.evaluate``'s arguments, or None."""
-    if not at_least(episodes, 1):
-        return must("episodes", episodes, "an int >= 1")
-    if not is_bool(greedy):
-        return must("greedy", greedy, "True or False")
-    if not (sticky is None or is_bool(sticky)):
-        return must("sticky", sticky, "None, True or False")
-    if not is_bool(live):
-        return must("live", live, "True or False")
-    return None
+    return first_problem(dict(episodes=episodes, greedy=greedy, sticky=sticky, live=live), [
+        ("episodes", lambda x: at_least(x, 1), "an int >= 1"),
+        ("greedy", is_bool, "True or False"),
+        ("sticky", lambda x: x is None or is_bool(x), "None, True or False"),
+        ("live", is_bool, "True or False"),
+    ])  # fmt: skip
 
 
 class PGRun:
@@ -91,6 +89,47 @@ class PGRun:
                 text += (f", {c['deterministic_games']:.0%} of games deterministic "
                          "(logged: the sticky ones)")  # fmt: skip
         return Description(text, c["slots"], "slots", "slots")
+
+    def _book_keeping(self, pieces: list, mine: dict, grad: np.ndarray) -> dict:
+        """The post's "boring book-keeping", from every game finished on any rank, in slot
+        order and in order of play within a slot (the same on any rank count): the counters,
+        the running reward, the row. Collective: one small allgather, so that every rank
+        logs the same row, with every rank's seconds and steps (``mine``) and diagnostics."""
+        c = self.config
+        rate = self.step_size()  # this update's: before the steps below are counted
+        finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
+        sums = [diagnostics.game_sums(p) for p in pieces]  # entropy, points, baseline fit
+        ranks = mpi.allgather_object((finished, mine, sums))  # collective 2: every rank's, to all
+        played = sorted((g for f, *_ in ranks for g in f), key=lambda g: g[0])
+        games = [g for g in played if g[3]]  # the run's protocol only (deterministic_games)
+        for _, ret, _, _ in games:
+            rr = self.running_reward
+            self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
+            self.recent_returns.append(ret)
+        figures = [r for _, r, _ in ranks]
+        self.update += 1
+        self.episodes += len(played)
+        self.steps += sum(r["steps"] for r in figures)
+        cap = c["max_episode_steps"]
+        running = float("nan") if self.running_reward is None else self.running_reward
+        row = {
+            "episodes": self.episodes,
+            "update": self.update,
+            "steps": self.steps,
+            "charts/running_reward": running,
+            "charts/mean_return_100": mean(self.recent_returns),
+            "charts/games": len(games),
+            "charts/mean_return": mean([g[1] for g in games]),
+            "charts/mean_length": mean([g[2] for g in games]),
+            "charts/capped_games": sum(g[2] >= cap for g in games),
+            "charts/learning_rate": rate,
+            **rank_figures(figures),
+            **diagnostics.row([d for *_, d in ranks], grad),  # exact sums, in any order
+            "_seconds": mine,  # the loop's: this rank's, for the trace
+        }
+        if row["charts/capped_games"]:  # said once by the loop; the CSV counts them
+            row["_note"] = f"note: games cut at max_episode_steps={cap}"
+        return row
 
     @staticmethod
     def line(row: dict) -> str:
