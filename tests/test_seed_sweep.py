@@ -33,15 +33,17 @@ def test_a_seed_that_never_reached_a_level_is_the_worst_and_can_be_the_median():
     assert median_and_worst([4, 1, 2, 3]) == (2.5, 4)
 
 
-def test_a_level_missed_is_known_as_far_as_the_seeds_short_of_it_played():
+def test_a_level_missed_is_known_as_far_as_the_seeds_bounds_say():
     seeds = {  # seed 0 stopped at its target of 0 after 1.6 M steps; 1 and 2 played 3 M
         "0": {"reached": {"0": 800, "10": None}, "steps_played": 1_600},
         "1": {"reached": {"0": None, "10": None}, "steps_played": 3_000},
         "2": {"reached": {"0": 2_000, "10": None}, "steps_played": 3_000},
     }
-    assert known_within(seeds, 0) == 3_000 and known_within(seeds, 10) == 1_600
-    seeds["1"]["reached"]["0"] = 2_500
-    assert known_within(seeds, 0) == 0
+    assert known_within(seeds, 0) == {"median": 2_000, "worst": 3_000}
+    # two seeds of three missed +10 within 3 M, so the median of three is past 3 M too
+    assert known_within(seeds, 10) == {"median": 3_000, "worst": 3_000}
+    seeds["1"]["steps_played"] = 1_000
+    assert known_within(seeds, 10) == {"median": 1_600, "worst": 3_000}
 
 
 def test_the_median_seed_ranks_by_steps_to_0_then_by_the_final_mean():
