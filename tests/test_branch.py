@@ -1,0 +1,60 @@
+"""Tier 1: benchmarks/branch.py, a run's copy that goes on with other learning settings: it is
+its parent up to the checkpoint, changes only what it names, and refuses what may not change."""
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pgmpi import ParallelPG
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from branch import branch  # noqa: E402
+
+
+def _parent(tmp_path):
+    """A CartPole run of 3 updates with its log dir and checkpoint, and its next 3 updates."""
+    kw = dict(env="CartPole-v1", hidden_size=16, learning_rate=1e-2, optimizer="rmsprop",
+              slots=2, steps_per_slot=20, seed=3, quiet=True)  # fmt: skip
+    run = tmp_path / "parent"
+    ParallelPG(log_dir=run, **kw).train(updates=3, checkpoint_path=run / "checkpoint.npz")
+    whole = ParallelPG(**kw).train(updates=6)
+    return run, whole
+
+
+def test_a_branch_is_its_parent_until_it_changes_and_then_changes_only_what_it_names(tmp_path):
+    run, whole = _parent(tmp_path)
+    same = branch(run, tmp_path / "same", {"learning_rate": 1e-2})  # the parent's value
+    other = branch(run, tmp_path / "other", {"learning_rate": 5e-3, "entropy_bonus": 0.0})
+    for child in (same, other):
+        rows = list(csv.DictReader(open(child / "progress.csv")))
+        assert [r["update"] for r in rows] == ["1", "2", "3"]
+    a = ParallelPG.load(same / "checkpoint.npz", quiet=True, log_dir=same)
+    b = ParallelPG.load(other / "checkpoint.npz", quiet=True, log_dir=other)
+    np.testing.assert_array_equal(a.net.params, b.net.params)  # the shared point
+    assert (b.config["learning_rate"], b.config["entropy_bonus"]) == (5e-3, 0.0)
+    assert {k: v for k, v in b.config.items() if k not in ("learning_rate", "entropy_bonus")} == {
+        k: v for k, v in a.config.items() if k not in ("learning_rate", "entropy_bonus")
+    }
+    assert json.loads((other / "config.json").read_text())["learning_rate"] == 5e-3
+    a.train(updates=6), b.train(updates=6)
+    np.testing.assert_array_equal(a.net.params, whole.net.params)  # unchanged: the parent
+    assert not np.array_equal(b.net.params, whole.net.params)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"hidden_size": 32}, "cannot branch on \\['hidden_size'\\]"),
+        ({"slots": 4}, "cannot branch on \\['slots'\\]"),
+        ({"learning_rate": -1.0}, "learning_rate must be > 0, got -1.0"),
+    ],
+)
+def test_a_setting_that_may_not_change_or_a_bad_value_writes_nothing(tmp_path, changes, message):
+    run, _ = _parent(tmp_path)
+    with pytest.raises(ValueError, match=message):
+        branch(run, tmp_path / "child", changes)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["parent"]
