@@ -28,7 +28,8 @@ median and spread; ``--out PATH`` elsewhere, ``--docs`` to docs/figures/seed_swe
 ``--evaluate`` plays the median seed's final policy (the median by steps to 0, then by final
 100-game mean) over ``--games`` new games as trained (sampled, sticky) on 2 ranks, and keeps
 the result in its log dir as evaluation.json (``--live``: its live parameters in place of
-their running average, as evaluation-live.json).
+their running average, as evaluation-live.json), with the agent steps it had played: one of a
+checkpoint the run has since gone on from is left out.
 
 ``--diagnose`` draws instead, for the runs whose progress.csv has ParallelPG's diagnostics
 columns (:mod:`pgmpi.diagnostics`; runs logged before them are named and left out), one
@@ -110,6 +111,17 @@ def known_within(seeds: dict[str, dict], level: int) -> dict[str, float]:
     return {"median": statistics.mean(ranked[(n - 1) // 2 : n // 2 + 1]), "worst": ranked[-1]}
 
 
+def evaluation_of(run: Path, steps: int) -> dict | None:
+    """The run's evaluation.json if it is of the checkpoint at ``steps``, the run's last;
+    None if there is none, or if the run has gone on since (said)."""
+    path = run / "evaluation.json"
+    ev = json.loads(path.read_text()) if path.exists() else None
+    if ev and ev.get("steps") != steps:
+        print(f"{path} is of an earlier checkpoint than the run's last: left out")
+        return None
+    return ev
+
+
 def median_seed(seeds: dict[str, dict]) -> str:
     """The seed in the middle when ranked by steps to 0 (not reached last), then by the final
     100-game mean (higher first); with an even count, the lower-middle one."""
@@ -171,7 +183,7 @@ def evaluate_here(checkpoint: str, games: int, live: bool) -> None:
     r = agent.evaluation_returns
     result = {"mean": float(score), "ci95": list(map(float, score.ci95)), "games": games}
     result["policy"] = "live parameters" if live else "running average"
-    result |= {"won": int((r > 0).sum()), "protocol": score.protocol}
+    result |= {"won": int((r > 0).sum()), "protocol": score.protocol, "steps": agent.steps}
     if mpi.is_root():
         print(json.dumps(result), flush=True)
 
@@ -347,15 +359,15 @@ def main() -> None:
     seeds, curves = {}, {}
     for run in runs:
         seed, rows = run.name.rsplit("-", 1)[1], time_to_score.read(run)
+        ev = evaluation_of(run, int(rows[-1]["steps"]))
         rows = [r for r in rows if int(r["steps"]) <= budget]
-        evaluation = run / "evaluation.json"
         seeds[seed] = {
             "log_dir": str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run),
             "steps_played": int(rows[-1]["steps"]),
             "reached": {str(k): v for k, v in reached(rows, budget).items()},
             "final_mean100": float(rows[-1]["mean100"]),
             "games": int(rows[-1]["episodes"]),
-            "evaluation": json.loads(evaluation.read_text()) if evaluation.exists() else None,
+            "evaluation": ev,
         }
         curves[seed] = rows
     middle = median_seed(seeds)

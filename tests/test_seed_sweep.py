@@ -2,6 +2,7 @@
 the median and worst over seeds with a seed that never got there, and the diagnostics'
 columns and their trailing means (--diagnose)."""
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from seed_sweep import (  # noqa: E402
     diagnosed,
+    evaluation_of,
     known_within,
     median_and_worst,
     median_seed,
@@ -74,3 +76,12 @@ def test_only_runs_with_the_diagnostics_columns_are_diagnosed(tmp_path):
     assert columns["steps"] == [8192.0] and columns["diagnostics/entropy"] == [0.6]
     assert math.isnan(columns["diagnostics/explained_variance"][0])  # an empty cell
     assert diagnosed(tmp_path / "old") is None
+
+
+def test_an_evaluation_of_a_checkpoint_the_run_went_on_from_is_left_out(tmp_path):
+    assert evaluation_of(tmp_path, 8192) is None
+    (tmp_path / "evaluation.json").write_text(json.dumps({"mean": 2.5, "steps": 8192}))
+    assert evaluation_of(tmp_path, 8192)["mean"] == 2.5
+    assert evaluation_of(tmp_path, 16384) is None  # the run played on since
+    (tmp_path / "evaluation.json").write_text(json.dumps({"mean": 2.5}))  # before the steps
+    assert evaluation_of(tmp_path, 8192) is None
