@@ -18,11 +18,11 @@ from its checkpoint (``--resume``), or left alone if it played the budget. With 
 count fixed a run computes the same bits on any rank count (README, Guarantees), so seeds run
 as 1-rank processes side by side are the 2-rank runs a user would start, only not timed.
 
-Then, for every run runs/sweep/TAG-*, it prints each seed's agent steps to a 100-game mean
+Then, for every run runs/sweep/TAG-SEED, it prints each seed's agent steps to a 100-game mean
 of 0, +10 and +15 (the first update at which the mean of the last 100 games reached it, over
 at least 100 games), "not reached within B" where the run ended (or was cut at the budget)
-short of it, and the median and the worst over the seeds: agent steps, so a busy machine does
-not change the answer. It writes benchmarks/results/seed_sweep[TAG].json and the figure
+short of it, and the median and the worst over the seeds ("at least B" where a seed short of
+the level leaves them unknown): agent steps, so a busy machine does not change the answer. It writes benchmarks/results/seed_sweep[TAG].json and the figure
 runs/benchmarks/seed_sweep.png (every seed's 100-game mean against agent steps, with their
 median and spread; ``--out PATH`` elsewhere, ``--docs`` to docs/figures/seed_sweep.png).
 ``--evaluate`` plays the median seed's final policy (the median by steps to 0, then by final
@@ -109,6 +109,13 @@ def known_within(seeds: dict[str, dict], level: int) -> dict[str, float]:
              for s in seeds.values()]  # fmt: skip
     ranked, n = sorted(bound), len(bound)
     return {"median": statistics.mean(ranked[(n - 1) // 2 : n // 2 + 1]), "worst": ranked[-1]}
+
+
+def runs_of(runs_dir: Path, name: str) -> list[Path]:
+    """The folders NAME-SEED in ``runs_dir``, by name: not those of a longer tag that starts
+    with this one (a branch's NAME-decay-SEED)."""
+    found = runs_dir.glob(f"{name}-*")
+    return sorted((d for d in found if d.name[len(name) + 1 :].isdigit()), key=lambda d: d.name)
 
 
 def evaluation_of(run: Path, steps: int) -> dict | None:
@@ -299,10 +306,9 @@ def diagnose(runs: dict[str, dict], n: int, path: Path, title: str) -> None:
     fig.savefig(path, dpi=100)
 
 
-def cell(steps, budget: int) -> str:
-    return (
-        f"{steps / 1e6:.2f} M" if steps is not None else f"not reached within {budget / 1e6:.2f} M"
-    )
+def cell(steps, bound: int, missed: str = "not reached within") -> str:
+    """Steps to a level, or where they are not known, how far they are known."""
+    return f"{steps / 1e6:.2f} M" if steps is not None else f"{missed} {bound / 1e6:.2f} M"
 
 
 def main() -> None:
@@ -333,8 +339,7 @@ def main() -> None:
     budget = math.ceil(args.budget / (args.slots * STEPS_PER_SLOT)) * args.slots * STEPS_PER_SLOT
     launch(args.run, args, extra)
 
-    runs = sorted(args.runs_dir.glob(f"{args.name}-*"), key=lambda d: d.name)
-    runs = [d for d in runs if d.name.rsplit("-", 1)[1].isdigit() and played(d)]
+    runs = [d for d in runs_of(args.runs_dir, args.name) if played(d)]
     runs = [d for d in runs if args.seeds is None or d.name.rsplit("-", 1)[1] in args.seeds]
     if not runs:
         return print(f"no runs {args.runs_dir}/{args.name}-SEED: pass --run SEED ...")
@@ -393,8 +398,9 @@ def main() -> None:
     for t in LEVELS:
         median, worst = median_and_worst([seeds[s]["reached"][str(t)] for s in ordered])
         summary[str(t)] = {"median": median, "worst": worst, "bound": known_within(seeds, t)}
-    for label in ("median", "worst"):  # a missed one: "not reached within" its bound
-        cells = [cell(summary[str(t)][label], summary[str(t)]["bound"][label]) for t in LEVELS]
+    for label in ("median", "worst"):  # one not known: at least its bound
+        cells = [cell(summary[str(t)][label], summary[str(t)]["bound"][label], "at least")
+                 for t in LEVELS]  # fmt: skip
         print(f"| **{label}** | " + " | ".join(cells) + " | | |")
     ev = seeds[middle]["evaluation"]
     if ev:

@@ -15,6 +15,7 @@ from seed_sweep import (  # noqa: E402
     median_and_worst,
     median_seed,
     reached,
+    runs_of,
     smooth,
 )
 
@@ -85,3 +86,11 @@ def test_an_evaluation_of_a_checkpoint_the_run_went_on_from_is_left_out(tmp_path
     assert evaluation_of(tmp_path, 16384) is None  # the run played on since
     (tmp_path / "evaluation.json").write_text(json.dumps({"mean": 2.5}))  # before the steps
     assert evaluation_of(tmp_path, 8192) is None
+
+
+def test_a_tag_reads_its_own_seeds_not_those_of_a_longer_tag(tmp_path):
+    for name in ("fast-sticky-ent3-0", "fast-sticky-ent3-12", "fast-sticky-ent3-decay3-2",
+                 "fast-sticky-ent3-x", "fast-sticky-ent3-0.log"):  # fmt: skip
+        (tmp_path / name).mkdir()
+    found = [d.name for d in runs_of(tmp_path, "fast-sticky-ent3")]
+    assert found == ["fast-sticky-ent3-0", "fast-sticky-ent3-12"]
