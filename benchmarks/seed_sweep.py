@@ -24,7 +24,8 @@ at least 100 games), "not reached within B" where the run ended (or was cut at t
 short of it, and the median and the worst over the seeds ("at least B" where a seed short of
 the level leaves them unknown): agent steps, so a busy machine does not change the answer.
 It writes benchmarks/results/seed_sweep[TAG].json and the figure runs/benchmarks/seed_sweep.png
-(every seed's 100-game mean against agent steps, with their median and spread; ``--out PATH`` elsewhere, ``--docs`` to docs/figures/seed_sweep.png).
+(every seed's 100-game mean against agent steps, with their median and spread; ``--out
+PATH`` elsewhere, ``--docs`` to docs/figures/seed_sweep.png).
 ``--evaluate`` plays the median seed's final policy (the median by steps to 0, then by final
 100-game mean) over ``--games`` new games as trained (sampled, sticky) on 2 ranks, and keeps
 the result in its log dir as evaluation.json (``--live``: its live parameters in place of
