@@ -19,7 +19,7 @@ from pgmpi.best import BestScore
 from pgmpi.envs import Game
 from pgmpi.evaluation import evaluation_returns
 from pgmpi.loop import Description
-from pgmpi.settings import first_problem, is_int
+from pgmpi.settings import at_least, first_problem
 
 Agent = TypeVar("Agent", bound="GARun")
 
@@ -125,7 +125,7 @@ class GARun:
         shape = None if mask is None else np.shape(mask)
         ok_mask = mask is None or (shape == (n,) and np.isin(mask, (0, 1)).all())
         problem = first_problem(dict(episodes=episodes), [
-            ("episodes", lambda x: is_int(x) and x >= 1, "an int >= 1"),
+            ("episodes", lambda x: at_least(x, 1), "an int >= 1"),
             (lambda _: ok_mask, f"mask must be 0/1 or bool of shape ({n},), got shape {shape}"),
         ])  # fmt: skip
         mpi.agree(dict(episodes=episodes), problem)

@@ -23,7 +23,7 @@ from typing import NamedTuple, Protocol
 from pgmpi import checkpoint, mpi
 from pgmpi.logger import Logger, run_header
 from pgmpi.options import RunOptions
-from pgmpi.settings import first_problem, is_int, is_path, is_real
+from pgmpi.settings import at_least, first_problem, is_int, is_path, is_real
 
 
 def check_limits(
@@ -49,7 +49,7 @@ def check_limits(
     return first_problem(values, [
         *map(limit, limits),
         ("target_return", lambda x: x is None or is_real(x), "None or a finite number"),
-        ("checkpoint_every", lambda x: is_int(x) and x >= 1, "an int >= 1"),
+        ("checkpoint_every", lambda x: at_least(x, 1), "an int >= 1"),
         ("callback", lambda x: x is None or callable(x), "None or a function"),
         ("checkpoint_path", lambda x: x is None or is_path(x), "None or a non-empty path"),
     ])  # fmt: skip
