@@ -278,6 +278,10 @@ class GAConfig(Settings):
     none in its BipedalWalker benchmark's HebbianDAG)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """an episode that reaches this many steps ends there, truncated"""
+    stall_steps: int | None = None
+    """a training episode also ends once its return has gone this many steps without a new
+    high, and scores the return it has (a walker standing still stops costing steps); None
+    (the original): it plays on. Evaluations always play whole episodes"""
     seed: int = 0
     """root seed of every random stream in the run"""
 
@@ -296,6 +300,7 @@ class GAConfig(Settings):
             ("episodes_per_individual", lambda x: at_least(x, 1), "an int >= 1"),
             ("complexity_weight", lambda x: is_real(x) and x >= 0, "a number >= 0"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
+            ("stall_steps", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),
         ]) or memory.ga_problem(probe, s)  # fmt: skip
 
     def resolved(self, probe, ranks: int) -> GAConfig:

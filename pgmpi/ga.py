@@ -19,7 +19,8 @@ parent's connections is pruned with the mutation rate, which follows how far the
 sizes spread from the population's (or is fixed); with the signed genome a parent's less active
 connections (Hebbian activity, measured in play) are pruned more often. A screen's options,
 off by default, give back pruned connections (``restore_rate``), scale the signed weights
-(``weight_scale``) and make the best keep its lead only on fresh fitness (``best_reevaluation``).
+(``weight_scale``), make the best keep its lead only on fresh fitness (``best_reevaluation``)
+and end training episodes that stop gaining (``stall_steps``).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the
@@ -160,18 +161,20 @@ class PrunedGA(GARun):
         returns = unit_returns.sum(axis=1) / unit_returns.shape[1]
         return returns - self.config["complexity_weight"] * kept
 
-    def _play(self, weights: list[np.ndarray], stream, activity=None) -> tuple[float, int]:
+    def _play(self, weights: list[np.ndarray], stream, activity=None, training=True):
         """Return and steps of :meth:`_episode`, played at once."""
-        return self._episode(weights, stream, activity).finish()[:2]
+        return self._episode(weights, stream, activity, training).finish()[:2]
 
-    def _episode(self, weights: list[np.ndarray], stream, activity=None) -> rollout.Episode:
-        """An episode of network ``weights`` seeded from ``stream``, in a new env (Box2D envs
-        carry state over, so a reused one would make results depend on which units this rank
-        played before); ``activity`` (float64 (W,) zeros, or None) gets each connection's
-        mean Hebbian term per step."""
+    def _episode(self, weights: list[np.ndarray], stream, activity=None, training=True):
+        """An episode (a :class:`~pgmpi.rollout.Episode`) of network ``weights`` seeded from
+        ``stream``, in a new env (Box2D envs carry state over, so a reused one would make
+        results depend on which units this rank played before); ``activity`` (float64 (W,)
+        zeros, or None) gets each connection's mean Hebbian term per step. A ``training``
+        episode ends early if it stalls (``stall_steps``); an evaluation's plays to its end."""
         game = Game(self._env, self.config["max_episode_steps"])
         act = lambda game: self._action(weights, game.obs, activity)  # noqa: E731
-        return rollout.Episode(game, act, stream, activity)
+        stall = self.config["stall_steps"] if training else None
+        return rollout.Episode(game, act, stream, activity, stall)
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray, activity=None):
         a = self.net.act(weights, obs) if activity is None else self.net.act(weights, obs, activity)

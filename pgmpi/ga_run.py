@@ -137,7 +137,7 @@ class GARun:
             episodes,
             self.config["seed"],
             self.evaluations,
-            lambda streams: [self._play(weights, stream)[0] for stream in streams],
+            lambda streams: [self._play(weights, s, training=False)[0] for s in streams],
         )
         found = self.best_found.at if label == "best network" else None
         return BestScore(returns, label, int(mask.sum()), n, found)

@@ -202,24 +202,38 @@ class Episode:
     seeded from ``stream``; the same steps as :func:`episode`, whether played at once
     (:meth:`finish`) or between other work (PrunedGA's playing ahead). ``activity`` (float64
     zeros or None) is what ``act`` adds each step's Hebbian terms to. ``key``: what the
-    caller calls it."""
+    caller calls it. ``stall`` (steps, or None): the episode also ends once its return has
+    gone that many steps without a new high (PrunedGA's ``stall_steps``)."""
 
-    def __init__(self, game: Game, act: Callable[[Game], object], stream, activity=None):
+    def __init__(self, game: Game, act: Callable[[Game], object], stream, activity=None,
+                 stall: int | None = None):  # fmt: skip
         self.game = game
         self.activity = activity
         self.piece = Piece()
         self.steps = episode_rounds(game, act, stream, self.piece)
         self.seconds = 0.0
         self.key = None
+        self.stall, self.total, self.high, self.since_high = stall, 0.0, -np.inf, 0
 
     def advance(self) -> bool:
         """Play one step; whether the episode has ended."""
         t = time.perf_counter()
-        over = next(self.steps, True) is True
+        over = next(self.steps, True) is True or self._stalled()
         self.seconds += time.perf_counter() - t
         if over:
             self.game.close()
         return over
+
+    def _stalled(self) -> bool:
+        """Whether the return, with the step just played, has gone ``stall`` steps without
+        a new high (never, without ``stall``)."""
+        if self.stall is None:
+            return False
+        self.total += self.piece.rewards[-1]
+        self.high, self.since_high = (
+            (self.total, 0) if self.total > self.high else (self.high, self.since_high + 1)
+        )
+        return self.since_high >= self.stall
 
     def finish(self) -> tuple[float, int, float, np.ndarray | None]:
         """Play the rest of the episode; its :meth:`result`."""

@@ -112,7 +112,7 @@ def test_checkpoint_is_npz_with_boolean_masks_and_no_pickle(tmp_path):
 
 
 # GAConfig fields added after checkpoints were written, each off by default
-SCREEN_SETTINGS = ("restore_rate", "weight_scale", "best_reevaluation")
+SCREEN_SETTINGS = ("restore_rate", "weight_scale", "best_reevaluation", "stall_steps")
 
 
 def test_a_checkpoint_without_the_later_settings_resumes_with_them_off(tmp_path):
@@ -129,6 +129,23 @@ def test_a_checkpoint_without_the_later_settings_resumes_with_them_off(tmp_path)
     assert old.config == ga.config
     a, b = ga.train(generations=3).optimizer.state(), old.train(generations=3).optimizer.state()
     assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_stall_steps_end_training_episodes_that_stop_gaining_but_not_evaluations():
+    # Pendulum's rewards are all below 0: after its first step the return never sets a new
+    # high, so with stall_steps=10 every training episode ends after 1 + 10 steps
+    pendulum = dict(env="Pendulum-v1", hidden_sizes=[4], population_size=6, quiet=True)
+    ga = PrunedGA(**pendulum, stall_steps=10).train(generations=2)
+    assert (ga.evaluation.steps == 11).all() and ga.steps == 2 * 6 * 8 * 11
+    weights = ga.net.weights(ga.optimizer.best_mask)
+    assert ga._play(weights, np.random.default_rng(0), training=False)[1] == 200  # to its end
+    whole = PrunedGA(**pendulum).train(generations=1)  # stall_steps None: episodes play on
+    assert (whole.evaluation.steps == 200).all()
+    cut, full = (
+        ga._play(weights, np.random.default_rng(1)),
+        whole._play(weights, np.random.default_rng(1)),
+    )
+    assert cut[1] == 11 and full[1] == 200 and cut[0] > full[0]  # the same first steps, fewer
 
 
 def test_load_refuses_other_files(tmp_path):
@@ -153,6 +170,7 @@ def test_load_refuses_other_files(tmp_path):
         (dict(population_size=1), "population_size must be an int >= 2"),
         (dict(restore_rate=1), "restore_rate must be a number in [0, 1), got 1"),
         (dict(best_reevaluation="yes"), "best_reevaluation must be True or False, got 'yes'"),
+        (dict(stall_steps=0), "stall_steps must be None or an int >= 1, got 0"),
         (dict(blas_threads=0), "blas_threads must be None or an int >= 1"),
         (dict(env="NoSuchEnv-v0"), "cannot make env 'NoSuchEnv-v0'"),
         (dict(env="FrozenLake-v1"), "is not a 1-D Box"),
