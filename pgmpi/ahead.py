@@ -158,7 +158,8 @@ class PlayingAhead(UnitEvaluation):
         ga, E = self.ga, self.steps.shape[1]
         kept = masks.sum(axis=1) / ga.net.n_weights
         n_elites = ga.optimizer.n_elites
-        sure = lambda returns: sure_elites(ga.fitness(returns, kept), n_elites)  # noqa: E731
+        ranked = lambda returns: ga.optimizer.ranked(ga.fitness(returns, kept))  # noqa: E731
+        sure = lambda returns: sure_elites(ranked(returns), n_elites)  # noqa: E731
 
         def episode(x: int, e: int) -> Episode:
             activity = np.zeros(ga.net.n_weights) if ga.net.hebbian else None

@@ -273,6 +273,11 @@ class GAConfig(Settings):
     """True: the best network's fitness is the one it gets when played again in the next
     generation, so it leads only while it tops a generation; False (the original): it
     keeps the best fitness it ever got, a lucky estimate that is rarely beaten"""
+    elite_averaging: bool = False
+    """True: a network kept unchanged from one generation to the next is ranked by the mean
+    of its fitness over every generation it has played, so a surviving elite's estimate rests
+    on more episodes each generation, and the best is the top of that ranking (as with
+    best_reevaluation); False (the original): by the latest generation's alone"""
     complexity_weight: float = 1.0
     """fitness penalty per fraction of connections kept (1 in the original's pruneable agent,
     none in its BipedalWalker benchmark's HebbianDAG)"""
@@ -290,7 +295,8 @@ class GAConfig(Settings):
         resolved settings: also whether a rank fits in this machine's memory."""
         s = self
         problem = pruning_problem(s.population_size, s.elite_fraction, s.prune_rate, s.seed,
-                                  s.mutation_rate, s.restore_rate, s.best_reevaluation)  # fmt: skip
+                                  s.mutation_rate, s.restore_rate, s.best_reevaluation,
+                                  s.elite_averaging)  # fmt: skip
         return problem or first_problem(s, [
             ("hidden_sizes", is_sizes, "a list of ints >= 1"),
             ("genome", lambda x: x in (None, "ones", "signed-dag"), "None, 'ones' or 'signed-dag'"),

@@ -19,7 +19,8 @@ parent's connections is pruned with the mutation rate, which follows how far the
 sizes spread from the population's (or is fixed); with the signed genome a parent's less active
 connections (Hebbian activity, measured in play) are pruned more often. A screen's options,
 off by default, give back pruned connections (``restore_rate``), scale the signed weights
-(``weight_scale``), make the best keep its lead only on fresh fitness (``best_reevaluation``)
+(``weight_scale``), make the best keep its lead only on fresh fitness (``best_reevaluation``),
+rank a surviving elite by its mean over the generations it has played (``elite_averaging``)
 and end training episodes that stop gaining (``stall_steps``).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
@@ -127,6 +128,7 @@ class PrunedGA(GARun):
             mutation_rate=cfg.mutation_rate,
             restore_rate=cfg.restore_rate,
             best_reevaluation=cfg.best_reevaluation,
+            elite_averaging=cfg.elite_averaging,
             seed=cfg.seed,
         )
         self.steps = 0

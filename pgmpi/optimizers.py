@@ -164,7 +164,10 @@ class PruningOptimizer:
     The best so far is row 0 of every population after generation 0, so it is played again
     each generation. With ``best_reevaluation`` that new fitness replaces the one it had:
     it keeps the lead only while it tops the generation, is never carried over, and the
-    best is then each generation's top, with the fitness measured there.
+    best is then each generation's top, with the fitness measured there. With
+    ``elite_averaging`` the ranking (elites and best alike, as with ``best_reevaluation``)
+    is by :meth:`ranked`: an unchanged elite's mean fitness over the generations it has
+    played.
 
     Args:
         n_weights: W, connections per genome.
@@ -176,6 +179,7 @@ class PruningOptimizer:
         restore_rate: a child's probability of getting back each connection its parent
             lacks, in [0, 1); 0 (the default) draws nothing, and masks only lose connections.
         best_reevaluation: whether the best's fitness is its latest (above), not its best.
+        elite_averaging: whether unchanged elites are ranked by their mean fitness (above).
         seed: root seed of the run.
 
     Attributes:
@@ -186,7 +190,10 @@ class PruningOptimizer:
         best_mask, best_fitness: bool (W,) and float, the best ever (-inf before any tell;
             with ``best_reevaluation``, the top of the generation last told).
         best_activity: float64 (W,), the best ever's activity, or None if never told one.
-        fitness_history: one float64 (P,) array per generation told.
+        fitness_history: one float64 (P,) array per generation told (as told, not averaged).
+        earlier_sum, earlier_count: float64 (P,), with ``elite_averaging``: each
+            individual's fitness summed over the generations it played before this one, and
+            their number (0 for a new child).
     """
 
     def __init__(
@@ -199,14 +206,17 @@ class PruningOptimizer:
         mutation_rate: float | None = None,
         restore_rate: float = 0.0,
         best_reevaluation: bool = False,
+        elite_averaging: bool = False,
         seed: int = 0,
     ):
         problem = pruning_problem(population_size, elite_fraction, prune_rate, seed,
-                                  mutation_rate, restore_rate, best_reevaluation)  # fmt: skip
+                                  mutation_rate, restore_rate, best_reevaluation,
+                                  elite_averaging)  # fmt: skip
         if problem is not None:
             raise ValueError(problem)
         self.seed, self.fixed_rate, self.restore_rate = seed, mutation_rate, restore_rate
-        self.best_reevaluation = best_reevaluation
+        self.best_reevaluation, self.elite_averaging = best_reevaluation, elite_averaging
+        self.earlier_sum, self.earlier_count = np.zeros(population_size), np.zeros(population_size)
         self.n_elites = elite_count(population_size, elite_fraction)
         self.generation = 0
         self.mutation_rate = float(prune_rate)
@@ -222,6 +232,14 @@ class PruningOptimizer:
         view = self.population.view()
         view.flags.writeable = False
         return view
+
+    def ranked(self, fitness: np.ndarray) -> np.ndarray:
+        """What ``tell`` ranks ``fitness`` (P,) by: with ``elite_averaging`` each individual's
+        mean over this generation and the earlier ones it played (NaN stays NaN), else
+        ``fitness`` itself."""
+        if not self.elite_averaging:
+            return fitness
+        return (self.earlier_sum + fitness) / (self.earlier_count + 1)
 
     def tell(self, fitness: np.ndarray, activity: np.ndarray | None = None) -> bool:
         """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``;
@@ -240,11 +258,12 @@ class PruningOptimizer:
         if a is not None and (a.shape != (P, W) or not np.all(np.isfinite(a) & (a >= 0))):
             raise ValueError(f"activity must be ({P}, {W}) finite values >= 0, got {a.shape}")
         self.fitness_history.append(f.copy())
+        told, f = f, self.ranked(f)
         order = np.lexsort((np.arange(P), -f))[: self.n_elites]
         elites = self.population[order]
         sources = order
         elite_activity = None if a is None else a[order]
-        again = self.best_reevaluation and self.generation > 0  # row 0, the best, played again
+        again = self.generation > 0 and (self.best_reevaluation or self.elite_averaging)
         improved = bool(f[order[0]] > self.best_fitness)
         if again:  # a new best is another network, whatever its fitness
             improved = not np.array_equal(self.population[order[0]], self.best_mask)
@@ -278,6 +297,11 @@ class PruningOptimizer:
             children |= ~elites[pick] & (stream.random((P - n, W)) < self.restore_rate)
         self.population = np.concatenate([elites, children])
         self.parents = np.concatenate([sources, sources[pick]])
+        if self.elite_averaging:  # elites come from this generation's order (again above)
+            self.earlier_sum = np.concatenate(
+                [self.earlier_sum[order] + told[order], np.zeros(P - n)]
+            )
+            self.earlier_count = np.concatenate([self.earlier_count[order] + 1, np.zeros(P - n)])
         return improved
 
     @property
@@ -304,6 +328,8 @@ class PruningOptimizer:
         )
         if self.best_activity is not None:  # only when told activity: else as before it
             arrays["best_activity"] = self.best_activity
+        if self.elite_averaging:
+            arrays.update(earlier_sum=self.earlier_sum, earlier_count=self.earlier_count)
         return arrays
 
     def set_state(self, arrays: dict[str, np.ndarray]) -> None:
@@ -318,3 +344,6 @@ class PruningOptimizer:
         self.best_activity = arrays["best_activity"].copy() if has else None
         self.fitness_history = list(arrays["fitness_history"])
         self.generation = len(self.fitness_history)
+        if self.elite_averaging:
+            self.earlier_sum = arrays["earlier_sum"].copy()
+            self.earlier_count = arrays["earlier_count"].copy()

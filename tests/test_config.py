@@ -44,6 +44,7 @@ def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_fi
         "mutation_rate": 0.01,  # update_pop: hebbian_prune(0.01), every generation
         "restore_rate": 0.0,  # a connection once pruned never comes back
         "best_reevaluation": False,  # pgmpi's rule before the setting: the best keeps its best
+        "elite_averaging": False,  # ranked by this generation's fitness alone
         "complexity_weight": 0.0,  # get_fitness: the mean return, its penalty commented out
         "max_episode_steps": 1600,  # BipedalWalker's own time limit
         "stall_steps": None,  # episodes play on to their end

@@ -92,10 +92,11 @@ def test_exact_resume_matches_an_uninterrupted_run(tmp_path, env):
     )
 
 
-def test_best_reevaluation_resumes_exactly(tmp_path):
-    whole = _tiny(best_reevaluation=True).train(generations=4)
+@pytest.mark.parametrize("rule", ["best_reevaluation", "elite_averaging"])
+def test_best_reevaluation_and_elite_averaging_resume_exactly(tmp_path, rule):
+    whole = _tiny(**{rule: True}).train(generations=4)
     ck = tmp_path / "ga.npz"
-    _tiny(best_reevaluation=True).train(generations=2, checkpoint_path=ck, checkpoint_every=1)
+    _tiny(**{rule: True}).train(generations=2, checkpoint_path=ck, checkpoint_every=1)
     resumed = PrunedGA.load(ck, quiet=True).train(generations=4)
     a, b = whole.optimizer.state(), resumed.optimizer.state()
     assert all(np.array_equal(a[k], b[k]) for k in a)
@@ -112,7 +113,13 @@ def test_checkpoint_is_npz_with_boolean_masks_and_no_pickle(tmp_path):
 
 
 # GAConfig fields added after checkpoints were written, each off by default
-SCREEN_SETTINGS = ("restore_rate", "weight_scale", "best_reevaluation", "stall_steps")
+SCREEN_SETTINGS = (
+    "restore_rate",
+    "weight_scale",
+    "best_reevaluation",
+    "elite_averaging",
+    "stall_steps",
+)
 
 
 def test_a_checkpoint_without_the_later_settings_resumes_with_them_off(tmp_path):
@@ -170,6 +177,7 @@ def test_load_refuses_other_files(tmp_path):
         (dict(population_size=1), "population_size must be an int >= 2"),
         (dict(restore_rate=1), "restore_rate must be a number in [0, 1), got 1"),
         (dict(best_reevaluation="yes"), "best_reevaluation must be True or False, got 'yes'"),
+        (dict(elite_averaging=1), "elite_averaging must be True or False, got 1"),
         (dict(stall_steps=0), "stall_steps must be None or an int >= 1, got 0"),
         (dict(blas_threads=0), "blas_threads must be None or an int >= 1"),
         (dict(env="NoSuchEnv-v0"), "cannot make env 'NoSuchEnv-v0'"),

@@ -252,6 +252,32 @@ def test_with_best_reevaluation_the_best_leads_only_on_this_generations_fitness(
     assert np.array_equal(opt.best_mask, best) and opt.parents[0] == -1
 
 
+def test_with_elite_averaging_an_unchanged_elite_is_ranked_by_its_mean_over_generations():
+    def told(**rule) -> PruningOptimizer:
+        opt = PruningOptimizer(500, population_size=16, mutation_rate=0.1, **rule)
+        opt.tell(np.arange(16.0))  # 15 is the best, row 0 of generation 1
+        second = opt.ask().copy()
+        # row 0: 3 now, (15 + 3) / 2 = 9; row 1, the other elite: (14 + 0) / 2; child 2: 4.5
+        opt.tell(np.eye(16)[0] * 3.0 + np.eye(16)[2] * 4.5)
+        return opt, second
+
+    opt, second = told(elite_averaging=True)
+    assert np.array_equal(opt.best_mask, second[0]) and opt.best_fitness == 9.0
+    assert opt.earlier_sum[0] == 18.0 and opt.earlier_count[0] == 2  # row 0 again, 2 generations
+    third = opt.ask().copy()
+    assert opt.ranked(np.eye(16)[0] * 6.0)[0] == 8.0 and np.isnan(
+        opt.ranked(np.full(16, np.nan))[0]
+    )
+    opt.tell(np.eye(16)[0] * 6.0 + np.eye(16)[2] * 8.5)  # (15 + 3 + 6) / 3 = 8 < 8.5
+    assert np.array_equal(opt.best_mask, third[2]) and opt.best_fitness == 8.5
+    assert opt.earlier_count[0] == 1 and opt.earlier_count[1] == 3  # the child leads, then row 0
+    again, _ = told(best_reevaluation=True)  # the latest alone: 4.5 beats 3
+    assert np.array_equal(again.best_mask, second[2]) and again.best_fitness == 4.5
+    resumed = PruningOptimizer(500, population_size=16, mutation_rate=0.1, elite_averaging=True)
+    resumed.set_state(opt.state())
+    assert np.array_equal(resumed.earlier_sum, opt.earlier_sum) and resumed.generation == 3
+
+
 def test_pruning_optimizer_learns_a_target_mask():
     """Keep the connections of a hidden target, prune the rest: only reachable by pruning."""
     W, target = 200, np.random.default_rng(0).random(200) < 0.3
@@ -287,6 +313,7 @@ def test_same_seed_same_pruning_optimizer_run():
         (dict(restore_rate=1.0), "restore_rate must be a number in [0, 1)"),
         (dict(restore_rate=-0.1), "restore_rate must be a number in [0, 1)"),
         (dict(best_reevaluation=1), "best_reevaluation must be True or False"),
+        (dict(elite_averaging=1), "elite_averaging must be True or False"),
     ],
 )
 def test_pruning_optimizer_rejects_bad_arguments(kwargs, message):
