@@ -57,6 +57,8 @@ import snapshots  # noqa: E402
 WALKER = str(common.ROOT / "examples" / "bipedal_walker.py")
 FIGURE = "ga_time_to_score.png"
 KEPT = common.RECORDINGS / "ga_time_to_score.json"  # what --docs kept, for figures.py
+# docs/screens.md's walker screens, kept with --json (its command is there)
+SCREENS_KEPT = common.RECORDINGS / "ga_screens.json"
 CURVE_POINTS = 400  # each run's training curve kept, thinned to about this many points
 PRESETS = ("synaptolytic",)  # examples/bipedal_walker.py --preset
 
@@ -280,10 +282,10 @@ def plot(result: dict, path: Path) -> Path:
 
 
 def draw_kept(out_dir: Path) -> list[Path]:
-    """``ga_time_to_score.png`` in ``out_dir`` from the result ``--docs`` kept, if any."""
-    if not KEPT.exists():
-        return []
-    return [plot(json.loads(KEPT.read_text()), out_dir / FIGURE)]
+    """``ga_time_to_score.png`` and ``ga_screens.png`` in ``out_dir`` from the results kept
+    (``--docs``; the screens' ``--json``), those that exist."""
+    kept = ((KEPT, FIGURE), (SCREENS_KEPT, "ga_screens.png"))
+    return [plot(json.loads(k.read_text()), out_dir / png) for k, png in kept if k.exists()]
 
 
 def main() -> None:
