@@ -218,7 +218,10 @@ class Episode:
     def advance(self) -> bool:
         """Play one step; whether the episode has ended."""
         t = time.perf_counter()
-        over = next(self.steps, True) is True or self._stalled()
+        over = next(self.steps, True) is True  # else a step was played: its reward is the last
+        if not over:  # the return so far, a running sum step by step (sum() differs by Python)
+            self.total += self.piece.rewards[-1]
+            over = self._stalled()
         self.seconds += time.perf_counter() - t
         if over:
             self.game.close()
@@ -229,7 +232,6 @@ class Episode:
         a new high (never, without ``stall``)."""
         if self.stall is None:
             return False
-        self.total += self.piece.rewards[-1]
         self.high, self.since_high = (
             (self.total, 0) if self.total > self.high else (self.high, self.since_high + 1)
         )
@@ -243,10 +245,7 @@ class Episode:
 
     def result(self) -> tuple[float, int, float, np.ndarray | None]:
         """(return, steps, seconds, each connection's mean Hebbian term per step or None)."""
-        rewards = self.piece.rewards
+        steps = len(self.piece.rewards)
         if self.activity is not None:
-            self.activity /= max(len(rewards), 1)
-        total = 0.0
-        for r in rewards:  # a running sum, step by step (sum() differs between Pythons)
-            total += r
-        return total, len(rewards), self.seconds, self.activity
+            self.activity /= max(steps, 1)
+        return self.total, steps, self.seconds, self.activity
