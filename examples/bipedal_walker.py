@@ -14,16 +14,16 @@ of seeds 0-2 scores +92 over 100 new episodes, where 8 episodes each gave +13
 benchmark (pgmpi.presets.GA_PRESETS says which and where each was read): 8 episodes,
 generation 0 pruned at 0.025 and later ones at 0.01, no size penalty. Any flag given
 replaces the preset's value. The population, best network, mutation rate, fitness history
-and when the best network was found are saved to LOG_DIR/checkpoint.npz every --checkpoint-
-every generations and when training stops (Ctrl-C too: at the end of the generation under
-way; again, 3 s or more later, to stop at once); --resume continues from that file (a
-BipedalWalker one), with its settings, exactly as an uninterrupted run would, naming the
-settings flags it ignores. --generations counts from the start of the run (resumes
-included); --minutes bounds this invocation. At the end the best network plays --eval-
-episodes (100) new episodes, as the task is scored (solved at a mean of 300), and the last
-line gives their mean with its 95% interval, the connections it keeps, and the generation,
-env steps, episodes, minutes and core-hours at which it was found. A generation costs up to
-138 x 2 x 1,600 steps once walkers stop falling over: use every core you have.
+and when the best network was found are saved to LOG_DIR/checkpoint.npz every
+--checkpoint-every generations and when training stops (Ctrl-C too: at the end of the
+generation under way; again, 3 s or more later, to stop at once); --resume continues from
+that file (a BipedalWalker one), with its settings, exactly as an uninterrupted run would,
+naming the settings flags it ignores. --generations counts from the start of the run
+(resumes included); --minutes bounds this invocation. At the end the best network plays
+--eval-episodes (100) new episodes, as the task is scored (solved at a mean of 300), and the
+last line gives their mean with its 95% interval, the connections it keeps, and the
+generation, env steps, episodes, minutes and core-hours at which it was found. A generation
+costs up to 138 x 2 x 1,600 steps once walkers stop falling over: use every core you have.
 Its 276 episodes are the units the ranks share; past about 64 ranks, more episodes per
 individual (the benchmark's 8: 1,104 units) keep every rank busy (docs/benchmarks.md).
 """
@@ -46,8 +46,7 @@ from pgmpi.presets import GA_PRESETS
 ENV = "BipedalWalker-v3"
 # The synaptolytic-learning benchmark's sizes (population 138, hidden layers 8 and 8), 2
 # episodes per individual and elites ranked on their mean (screened), the rest GAConfig's
-# defaults; --preset synaptolytic:
-# every setting the benchmark's.
+# defaults; --preset synaptolytic: every setting the benchmark's.
 SETTINGS = replace(
     GAConfig(),
     hidden_sizes=[8, 8],

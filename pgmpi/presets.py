@@ -54,8 +54,8 @@ GA_PRESETS = {
                              population_size=138, episodes_per_individual=8,
                              elite_fraction=0.125, prune_rate=0.025, mutation_rate=0.01,
                              restore_rate=0.0, best_reevaluation=False, elite_averaging=False,
-                             complexity_weight=0.0,
-                             max_episode_steps=1600, stall_steps=None, seed=0),
+                             complexity_weight=0.0, max_episode_steps=1600, stall_steps=None,
+                             seed=0),
 }  # fmt: skip
 
 
