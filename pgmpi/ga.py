@@ -170,13 +170,15 @@ class PrunedGA(GARun):
     def _episode(self, weights: list[np.ndarray], stream, activity=None, training=True):
         """An episode (a :class:`~pgmpi.rollout.Episode`) of network ``weights`` seeded from
         ``stream``, in a new env (Box2D envs carry state over, so a reused one would make
-        results depend on which units this rank played before); ``activity`` (float64 (W,)
-        zeros, or None) gets each connection's mean Hebbian term per step. A ``training``
-        episode ends early if it stalls (``stall_steps``); an evaluation's plays to its end."""
+        results depend on which units this rank played before); ``activity`` (float64 (W,),
+        or None) gets each connection's mean Hebbian term per step at the end (recorded by a
+        :class:`~pgmpi.genomes.Trace`). A ``training`` episode ends early if it stalls
+        (``stall_steps``); an evaluation's plays to its end."""
         game = Game(self._env, self.config["max_episode_steps"])
-        act = lambda game: self._action(weights, game.obs, activity)  # noqa: E731
+        trace = None if activity is None else genomes.Trace(self.net.shapes, activity)
+        act = lambda game: self._action(weights, game.obs, trace)  # noqa: E731
         stall = self.config["stall_steps"] if training else None
-        return rollout.Episode(game, act, stream, activity, stall)
+        return rollout.Episode(game, act, stream, trace, stall)
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray, activity=None):
         a = self.net.act(weights, obs) if activity is None else self.net.act(weights, obs, activity)

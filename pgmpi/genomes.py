@@ -120,25 +120,64 @@ class SignedDAG:
             start += a * b
         return out
 
-    def act(self, weights: list[np.ndarray], obs: np.ndarray, activity: np.ndarray | None = None):
+    def act(self, weights: list[np.ndarray], obs: np.ndarray, activity: Trace | None = None):
         """The action for one observation: an int (discrete) or a float32 vector.
 
-        With ``activity`` (float64 (n_weights,)), add each connection's Hebbian term of this
-        step, ``|pre| * |post|`` (pre: the value of the unit it leaves, post: the tanh of
-        the unit it enters), laid out as the weights. A kept or pruned connection alike:
-        the optimizer reads only the kept ones. float32 products are exact in float64.
+        With ``activity`` (a :class:`Trace`), record this step's units, from which it adds
+        each connection's Hebbian term, ``|pre| * |post|`` (pre: the value of the unit it
+        leaves, post: the tanh of the unit it enters). A kept or pruned connection alike:
+        the optimizer reads only the kept ones.
         """
         x = np.asarray(obs, dtype=np.float32)
-        start = 0
         for w in weights:
             pre = matvec(x, w)
             y = np.tanh(pre)
-            if activity is not None:
-                terms = np.multiply.outer(np.abs(x).astype(np.float64), np.abs(y))
-                activity[start : start + w.size] += terms.ravel()
-                start += w.size
-            x = np.concatenate([x, y])
+            x = np.concatenate([x, y])  # the next layer's inputs: every unit so far
+        if activity is not None:
+            activity.record(x)
         return int(np.argmax(pre[:-1])) if self.discrete else y[:-1]
+
+
+class Trace:
+    """A :class:`SignedDAG`'s Hebbian activity over one episode: each step, each
+    connection's ``|pre| * |post|``, pre and post read from the step's units (every unit's
+    value, the input first), summed over the steps; :meth:`mean` writes the mean per step
+    into ``activity`` (float64, laid out as the weights).
+
+    :meth:`record` only keeps the step's units. Many steps' terms are then made at once,
+    for every pair of units, and added one step after another in the order played, so
+    each connection's sum has the bits of a step-by-step ``activity += outer(|pre|,
+    |post|)`` (float32 products are exact in float64) for one numpy add a step, not several.
+    """
+
+    def __init__(self, shapes: list[tuple[int, int]], activity: np.ndarray):
+        self.activity, self.units = activity, []
+        n = shapes[-1][0] + shapes[-1][1]  # every unit: the last layer's inputs and its own
+        self.sums = np.zeros((n, n))  # [i, j]: |unit i| * |unit j| summed over the steps
+        pairs = [np.arange(a)[:, None] * n + np.arange(a, a + b) for a, b in shapes]
+        self.pairs = np.concatenate([p.ravel() for p in pairs])  # each weight's in sums
+        self.batch = max(1, 2**19 // n**2)  # steps held: about 4 MB of terms
+
+    def record(self, units: np.ndarray) -> None:
+        """Keep one step's units (float32, every unit's value, the input first)."""
+        self.units.append(units)
+        if len(self.units) >= self.batch:
+            self._add()
+
+    def _add(self) -> None:
+        """Add the kept steps' terms to ``sums``, one step after another."""
+        if not self.units:
+            return
+        z = np.abs(np.array(self.units))  # (steps, units)
+        self.units = []
+        for terms in z[:, :, None].astype(np.float64) * z[:, None, :]:
+            self.sums += terms
+
+    def mean(self, steps: int) -> np.ndarray:
+        """``activity``, each connection's mean term per step over ``steps`` steps."""
+        self._add()
+        self.activity[:] = self.sums.ravel()[self.pairs] / max(steps, 1)
+        return self.activity
 
 
 def matvec(x: np.ndarray, w: np.ndarray) -> np.ndarray:

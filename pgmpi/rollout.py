@@ -200,10 +200,11 @@ class Episode:
     """One episode played a step at a time (:meth:`advance`) in ``game`` (a new one: Box2D
     envs carry state from one episode into the next), taking ``act(game)`` each step and
     seeded from ``stream``; the same steps as :func:`episode`, whether played at once
-    (:meth:`finish`) or between other work (PrunedGA's playing ahead). ``activity`` (float64
-    zeros or None) is what ``act`` adds each step's Hebbian terms to. ``key``: what the
-    caller calls it. ``stall`` (steps, or None): the episode also ends once its return has
-    gone that many steps without a new high (PrunedGA's ``stall_steps``)."""
+    (:meth:`finish`) or between other work (PrunedGA's playing ahead). ``activity`` (a
+    :class:`pgmpi.genomes.Trace`, or None) is what ``act`` records each step's Hebbian
+    terms in; :meth:`result` gives their mean per step. ``key``: what the caller calls it.
+    ``stall`` (steps, or None): the episode also ends once its return has gone that many
+    steps without a new high (PrunedGA's ``stall_steps``)."""
 
     def __init__(self, game: Game, act: Callable[[Game], object], stream, activity=None,
                  stall: int | None = None):  # fmt: skip
@@ -246,6 +247,5 @@ class Episode:
     def result(self) -> tuple[float, int, float, np.ndarray | None]:
         """(return, steps, seconds, each connection's mean Hebbian term per step or None)."""
         steps = len(self.piece.rewards)
-        if self.activity is not None:
-            self.activity /= max(steps, 1)
-        return self.total, steps, self.seconds, self.activity
+        activity = None if self.activity is None else self.activity.mean(steps)
+        return self.total, steps, self.seconds, activity

@@ -7,7 +7,7 @@ import pytest
 from pgmpi import PrunedGA, mpi, rng, rollout
 from pgmpi.ahead import Ahead, Episode, sure_elites
 from pgmpi.envs import Game
-from pgmpi.genomes import SignedDAG
+from pgmpi.genomes import SignedDAG, Trace
 from pgmpi.networks import PrunedNetwork
 from pgmpi.schedule import longest_first, predict
 
@@ -150,21 +150,21 @@ def test_an_episode_played_a_step_at_a_time_is_rollouts_episode():
     the same steps as rollout.episode: the same return, steps and Hebbian activity."""
     net = SignedDAG((24, 8, 8, 4), discrete=False, seed=3)
     w = net.weights(np.random.default_rng(1).random(net.n_weights) < 0.8)
-    activity = np.zeros(net.n_weights)
-    act = lambda g: net.act(w, g.obs, activity)  # noqa: E731
+    trace = Trace(net.shapes, np.zeros(net.n_weights))
+    act = lambda g: net.act(w, g.obs, trace)  # noqa: E731
     stream = np.random.default_rng(7)
-    episode = Episode(Game("BipedalWalker-v3", 200), act, stream, activity)
+    episode = Episode(Game("BipedalWalker-v3", 200), act, stream, trace)
     steps = 1
     while not episode.advance():
         steps += 1
     ret, n, seconds, per_step = episode.result()
-    alone = np.zeros(net.n_weights)
+    alone = Trace(net.shapes, np.zeros(net.n_weights))
     rewards, _ = rollout.episode(
         Game("BipedalWalker-v3", 200), lambda g: net.act(w, g.obs, alone), np.random.default_rng(7)
     )
     assert n == len(rewards) > 1 and steps == n + 1 and seconds > 0
     assert ret == pytest.approx(sum(rewards), abs=1e-9)
-    assert np.allclose(per_step * n, alone, rtol=1e-12, atol=0) and alone.any()
+    assert np.array_equal(per_step, alone.mean(n)) and per_step.any()
 
 
 def test_on_one_rank_there_is_nothing_to_play_ahead_and_every_claim_is_granted():

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, PrunedGA, rng
-from pgmpi.genomes import PrunedNetwork, SignedDAG
+from pgmpi.genomes import PrunedNetwork, SignedDAG, Trace, matvec
 from pgmpi.optimizers import PruningOptimizer, hebbian_prune_probabilities
 
 SIZES = (6, 5, 5, 3)
@@ -193,13 +193,38 @@ def test_the_signed_genome_records_each_units_mean_activity():
     weights = net.weights(np.ones(net.n_weights, bool))
     x = np.array([1.0, -2.0, 0.5, 0.0], np.float32)
     activity = np.zeros(net.n_weights)
-    net.act(weights, x, activity)
+    trace = Trace(net.shapes, activity)
+    net.act(weights, x, trace)
+    assert not activity.any()  # the step is kept until the activity is read
+    assert trace.mean(1) is activity
     h = np.tanh(x @ weights[0])
     y = np.tanh(np.concatenate([x, h]) @ weights[1])
     first = np.outer(np.abs(x), np.abs(h)).ravel()
     second = np.outer(np.abs(np.concatenate([x, h])), np.abs(y)).ravel()
     assert np.allclose(activity, np.concatenate([first, second]))
     assert np.all(activity[:12].reshape(4, 3)[3] == 0)  # a zero input is never active
+
+
+@pytest.mark.parametrize("sizes", [(24, 8, 8, 4), (3, 1), (6, 40, 2)])
+def test_a_trace_sums_the_bits_of_adding_each_steps_terms_in_turn(sizes):
+    """Trace adds many steps' terms at once; each connection's sum must still be the
+    step-by-step ``activity += outer(|pre|, |post|)``, bit for bit, over episodes shorter
+    and longer than its batch and one of exactly a batch."""
+    net = SignedDAG(sizes, False, seed=1)
+    rng = np.random.default_rng(2)
+    weights = net.weights(rng.random(net.n_weights) < 0.6)
+    for steps in (1, 37, Trace(net.shapes, np.zeros(net.n_weights)).batch, 700):
+        obs = (rng.standard_normal((steps, sizes[0])) * 3).astype(np.float32)
+        by_step, trace = np.zeros(net.n_weights), Trace(net.shapes, np.zeros(net.n_weights))
+        for o in obs:
+            x, start = o, 0
+            for w in weights:
+                y = np.tanh(matvec(x, w))
+                terms = np.multiply.outer(np.abs(x).astype(np.float64), np.abs(y))
+                by_step[start : start + w.size] += terms.ravel()
+                x, start = np.concatenate([x, y]), start + w.size
+            net.act(weights, o, trace)
+        assert np.array_equal(trace.mean(steps), by_step / steps), steps
 
 
 # ---------------------------------------------------------------- PrunedGA with each genome
