@@ -151,7 +151,6 @@ def main() -> None:
         default=common.ROOT / "runs" / "es-tts",
         help="holds seed{S}/ (runs/es-tts)",
     )
-    p.add_argument("--rate", type=float, help="idle env steps/s on 2 cores, for idle minutes")
     snapshots.add_flags(p, KEPT, "es_time_to_score_cache.json")
     common.add_figure_flags(p, FIGURE)
     args = p.parse_args()

@@ -1,10 +1,11 @@
 """Seconds per PrunedGA generation and env steps/s with the BipedalWalker settings, by rank count.
 
     python benchmarks/ga_generation.py [--generations 3] [--ranks 1 2]
-    python benchmarks/ga_generation.py --population-size 24 --episodes-per-individual 2
+    python benchmarks/ga_generation.py --population-size 24 --episodes-per-individual 8
 
-Launches itself under mpirun for each rank count, with the example's settings (hidden 8 8,
-138 individuals, 8 episodes each, seed 0) unless told otherwise. The same seed gives the same
+Launches itself under mpirun for each rank count, with examples/bipedal_walker.py's settings
+(its SETTINGS: hidden 8 8, 138 individuals, 2 episodes each, elites ranked on their mean,
+the signed-dag genome) and seed 0, unless a flag says otherwise. The same seed gives the same
 generations on any rank count, so every run does exactly the same work (checked: the fitness
 histories must hash the same) and parallel efficiency is T(1) / (n * T(n)) on the summed
 generation times. Episode lengths vary from about 40 to 1,600 steps, so it also reports how
@@ -38,15 +39,8 @@ def worker(args) -> None:
     from pgmpi import PrunedGA, mpi
 
     n, me = mpi.size(), mpi.rank()
-    agent = PrunedGA(
-        env="BipedalWalker-v3",
-        hidden_sizes=args.hidden_sizes,
-        genome=args.genome,
-        population_size=args.population_size,
-        episodes_per_individual=args.episodes_per_individual,
-        seed=args.seed,
-        quiet=True,
-    )
+    env, example = walker_settings()
+    agent = PrunedGA(env=env, config=example, seed=args.seed, quiet=True, **settings(args))
     if args.assign == "round-robin":  # the baseline: unit u on rank u % n
         agent.evaluation.units = lambda costs: range(me, len(costs), n)
     rows = []
@@ -62,6 +56,7 @@ def worker(args) -> None:
             "assign": args.assign,
             "blas": agent.options.blas,
             "fitness_hash": hashlib.sha256(history.tobytes()).hexdigest(),
+            "settings": {k: agent.config[k] for k in SHOWN},
             "generation_s": [r["time/generation_s"] for r in rows],
             "env_steps": [r["perf/env_steps"] for r in rows],
             "wait_s": [r["perf/wait_s"] for r in rows],
@@ -69,6 +64,22 @@ def worker(args) -> None:
             "env_alone_steps_per_s_per_rank": alone,
         }
         print(json.dumps(out), flush=True)
+
+
+SHOWN = ("hidden_sizes", "genome", "population_size", "episodes_per_individual", "elite_averaging")
+
+
+def walker_settings():
+    """(env, settings) of examples/bipedal_walker.py."""
+    sys.path.insert(0, str(common.ROOT / "examples"))
+    from bipedal_walker import ENV, SETTINGS
+
+    return ENV, SETTINGS
+
+
+def settings(args) -> dict:
+    """The settings that the flags change from the example's."""
+    return {k: getattr(args, k) for k in SHOWN[:4] if getattr(args, k) is not None}
 
 
 def env_alone_rate(steps: int, seed: int) -> float:
@@ -110,12 +121,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--generations", type=int, default=3, help="generations per run (3)")
     p.add_argument("--ranks", type=int, nargs="+", default=[1, 2], help="rank counts (1 2)")
-    p.add_argument("--hidden-sizes", type=int, nargs="+", default=[8, 8])
-    p.add_argument(
-        "--genome", default="ones", help="PrunedGA genome (ones: as measured in the docs)"
-    )
-    p.add_argument("--population-size", type=int, default=138)
-    p.add_argument("--episodes-per-individual", type=int, default=8)
+    p.add_argument("--hidden-sizes", type=int, nargs="+", help="(the example's)")
+    p.add_argument("--genome", choices=["ones", "signed-dag"], help="(the example's)")
+    p.add_argument("--population-size", type=int, help="(the example's)")
+    p.add_argument("--episodes-per-individual", type=int, help="(the example's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--alone-steps", type=int, default=20_000, help="env alone, per rank (20000)")
     p.add_argument(
@@ -132,32 +141,15 @@ def main() -> None:
 
     info = common.machine()
     print("machine:", json.dumps(info), flush=True)
-    settings = dict(
-        generations=args.generations,
-        hidden_sizes=args.hidden_sizes,
-        genome=args.genome,
-        population_size=args.population_size,
-        episodes_per_individual=args.episodes_per_individual,
-        seed=args.seed,
-    )
-    print("settings:", json.dumps(settings), flush=True)
+    print("settings: the example's, and", json.dumps(settings(args)), flush=True)
     runs = []
     for assign in args.assign:
         for n in args.ranks:
-            flags = [
-                __file__,
-                "--worker",
-                "--assign",
-                assign,
-                "--generations",
-                str(args.generations),
-                "--alone-steps",
-                str(args.alone_steps),
-            ]
-            flags += ["--population-size", str(args.population_size), "--seed", str(args.seed)]
-            flags += ["--episodes-per-individual", str(args.episodes_per_individual)]
-            flags += ["--hidden-sizes", *map(str, args.hidden_sizes)]
-            flags += ["--genome", args.genome]
+            flags = [__file__, "--worker", "--assign", assign, "--seed", str(args.seed)]
+            flags += ["--generations", str(args.generations)]
+            flags += ["--alone-steps", str(args.alone_steps)]
+            for name, value in settings(args).items():
+                flags += [f"--{name.replace('_', '-')}", *map(str, np.atleast_1d(value))]
             row = common.last_json(common.mpirun(n, flags, timeout=3600))
             row.update(summary(row))
             runs.append(row)
@@ -171,7 +163,7 @@ def main() -> None:
                 f"(per generation: {', '.join(f'{w:.2f}' for w in row['wait_s'])} s)",
                 flush=True,
             )
-    result = {"machine": info, "settings": settings, "runs": runs}
+    result = {"machine": info, "settings": runs[0]["settings"], "seed": args.seed, "runs": runs}
     hashes = {r["fitness_hash"] for r in runs}
     result["identical_results"] = len(hashes) == 1
     print("same fitness history on every rank count and assignment:", len(hashes) == 1)

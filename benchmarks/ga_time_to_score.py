@@ -19,7 +19,9 @@ it is (``--env-steps N``: also one that has played N env steps, checked after ea
 for screens on a busy machine; the evaluations then end at the last snapshot within N).
 The minutes are training minutes: the generations' seconds that PrunedGA adds up (start-up,
 checkpoints and the 1-episode evaluation at each chunk's end not included); a limit stops a
-run at the end of the generation under way.
+run at the end of the generation under way. With ``--rate R`` (idle env steps/s on 2 ranks,
+measured apart) the tables and the figure give idle minutes instead, env steps over R, for
+runs trained beside other jobs.
 
 Then, for every run with snapshots in ``--runs``, it plays the best network of chosen
 snapshots over ``--episodes`` (100) new episodes (``PrunedGA.load(snapshot).evaluate(100)``
@@ -163,6 +165,9 @@ def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
         timed = f.get("seconds") is not None
         minutes = f["seconds"] / 60 if timed else None
         core_hours = f["core_seconds"] / 3600 if timed else None
+        if args.rate:  # idle minutes on 2 ranks, from env steps
+            minutes = f["steps"] / args.rate / 60
+            core_hours = 2 * minutes / 60
         return dict(
             snapshot=g,
             **counts,
@@ -179,7 +184,8 @@ def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
     if last:  # the last snapshot: always evaluated
         size = {k: evaluated[last][k] for k in ("above_300", "kept", "connections")}
         wall_minutes = max(wall.values(), default=None)  # every chunk's, the last one's included
-        minutes = dict(train_minutes=metas[last]["train_seconds"] / 60, wall_minutes=wall_minutes)
+        trained = metas[last]["steps"] / args.rate if args.rate else metas[last]["train_seconds"]
+        minutes = dict(train_minutes=trained / 60, wall_minutes=wall_minutes)
         final = dict(at(last), generations=last, **minutes, **size)
     every = max(1, len(rows) // CURVE_POINTS)
     return dict(
@@ -192,6 +198,12 @@ def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
     )
 
 
+def minutes_header(result: dict) -> str:
+    """What the tables' minutes are: training minutes, or idle minutes at ``--rate``."""
+    rate = result.get("rate")
+    return f"idle minutes ({rate:,.0f} env steps/s)" if rate else "training minutes"
+
+
 def table(result: dict) -> str:
     """Markdown: per run and level, when the run found the first evaluated network whose
     mean reaches the level."""
@@ -199,7 +211,7 @@ def table(result: dict) -> str:
         ("found in generation", snapshots.cell("generation", "d")),
         ("env steps", snapshots.cell("steps", ",")),
         ("episodes", snapshots.cell("episodes", ",")),
-        ("training minutes", snapshots.cell("minutes", ".1f")),
+        (minutes_header(result), snapshots.cell("minutes", ".1f")),
         ("core-hours", snapshots.cell("core_hours", ".2f")),
         ("snapshot (generations)", snapshots.cell("snapshot", "d")),
     ]
@@ -209,7 +221,8 @@ def table(result: dict) -> str:
 def final_table(result: dict) -> str:
     """Markdown: per run, its last snapshot's best network over the evaluation episodes."""
     lines = [
-        "| run | trained: generations, training minutes (wall minutes as run) | best network: "
+        f"| run | trained: generations, {minutes_header(result)} (wall minutes as run) | "
+        "best network: "
         f"mean of {result['episodes']} new episodes [95% interval] | episodes above +300 | "
         "connections kept | found in generation |",
         "|---|---|---|---|---|---|",
@@ -239,19 +252,28 @@ def label(name: str) -> str:
 def plot(result: dict, path: Path) -> Path:
     """Each run's evaluated networks (mean over the evaluation episodes, 95% interval, at
     the time the run found each) and each generation's best training return, against
-    training minutes and env steps (a screen's, ``env_steps`` set: env steps only, as its
-    minutes on a busy machine say nothing)."""
+    training minutes (idle minutes with ``rate``) and env steps (a screen's without
+    ``rate``: env steps only, as its minutes on a busy machine say nothing)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    screen = result.get("env_steps")
-    panels = [  # (x axis, a curve point's x from (minutes, steps), a snapshot's x or None)
-        (f"training minutes on {result['ranks']} ranks", lambda m, s: m,
-         lambda e: None if e["found"]["seconds"] is None else e["found"]["seconds"] / 60),
-        ("env steps (millions)", lambda m, s: s / 1e6, lambda e: e["found"]["steps"] / 1e6),
-    ][1 if screen else 0:]  # fmt: skip
+    screen, rate = result.get("env_steps"), result.get("rate")
+    # each panel: (x axis, a curve point's x from (minutes, steps), a snapshot's x or None)
+    steps = ("env steps (millions)", lambda m, s: s / 1e6, lambda e: e["found"]["steps"] / 1e6)
+    minutes = (
+        f"training minutes on {result['ranks']} ranks",
+        lambda m, s: m,
+        lambda e: None if e["found"]["seconds"] is None else e["found"]["seconds"] / 60,
+    )
+    if rate:  # minutes from env steps
+        minutes = (
+            f"idle minutes on 2 ranks (env steps at {rate:,.0f}/s)",
+            lambda m, s: s / rate / 60,
+            lambda e: e["found"]["steps"] / rate / 60,
+        )
+    panels = [steps] if screen and not rate else [minutes, steps]
     fig, axes = plt.subplots(1, len(panels), figsize=(3 + 4 * len(panels), 4.5), sharey=True)
     axes = [axes] if len(panels) == 1 else list(axes)
     for k, (name, run) in enumerate(result["runs"].items()):  # the seeds, then the presets
@@ -333,6 +355,7 @@ def main() -> None:
         levels=args.levels,
         runs={d.name: time_to_score(d, evaluations, args) for d in runs},
         env_steps=args.env_steps,
+        rate=args.rate,
     )
     print(table(result), final_table(result), sep="\n\n")
     print(f"{evaluations.new} new evaluation(s), {len(evaluations.known)} in {args.cache}")

@@ -149,8 +149,8 @@ def add_flags(
 ) -> None:
     """The flags of a benchmark that evaluates snapshots: ``--levels``, ``--episodes``,
     ``--ranks``, ``--coarse``, ``--json`` (default ``kept``), ``--cache`` (default
-    benchmarks/results/``cache``) and the worker's hidden ``--evaluate``; ``ranks``: what
-    ``--ranks`` counts."""
+    benchmarks/results/``cache``), ``--rate`` and the worker's hidden ``--evaluate``;
+    ``ranks``: what ``--ranks`` counts."""
     p.add_argument(
         "--levels", type=float, nargs="+", default=LEVELS, help="levels of the mean (0 100 200 300)"
     )
@@ -164,6 +164,12 @@ def add_flags(
         type=Path,
         default=common.RESULTS / cache,
         help="evaluations kept between calls (benchmarks/results/...)",
+    )
+    p.add_argument(
+        "--rate",
+        type=float,
+        help="idle env steps/s on 2 ranks, measured apart: minutes as env steps over it "
+        "(idle minutes), for runs trained beside other jobs",
     )
     p.add_argument("--evaluate", help=argparse.SUPPRESS)  # the worker's snapshot
 

@@ -48,7 +48,7 @@ def test_a_tiny_run_is_evaluated_once_per_network_and_tabled(tmp_path, capsys):
         worker(PrunedGA, str(snapshot), 5, record)  # as under mpirun, on 1 rank
         return json.loads(capsys.readouterr().out.splitlines()[-1])
 
-    args = argparse.Namespace(levels=[-1e9, 1e9], coarse=1, episodes=5, env_steps=None)
+    args = argparse.Namespace(levels=[-1e9, 1e9], coarse=1, episodes=5, env_steps=None, rate=None)
     cache = tmp_path / "cache.json"
     out = time_to_score(run, Evaluations(cache, play, 5), args)
     found = [meta(snapshot_path(run, g))["best_found"] for g in range(1, 9)]
@@ -72,6 +72,16 @@ def test_a_tiny_run_is_evaluated_once_per_network_and_tabled(tmp_path, capsys):
     assert "not reached in 8 generations" in table(result)
     assert f"| seed2 | 8, {final['train_minutes']:.1f} (" in final_table(result)
     assert plot(result, tmp_path / "f.png").stat().st_size > 0
+    # --rate: idle minutes, the env steps over the rate (nothing played again)
+    rated = time_to_score(run, again, argparse.Namespace(**{**vars(args), "rate": 1000.0}))
+    first = rated["reached"]["-1e+09"]
+    assert first["minutes"] == pytest.approx(found[0]["steps"] / 1000 / 60) and again.new == 0
+    assert first["core_hours"] == pytest.approx(2 * first["minutes"] / 60)
+    steps = meta(snapshot_path(run, 8))["steps"]
+    assert rated["final"]["train_minutes"] == pytest.approx(steps / 1000 / 60)
+    result = dict(result, rate=1000.0, runs={"seed2": rated})
+    assert "idle minutes (1,000 env steps/s)" in table(result) and "idle" in final_table(result)
+    assert plot(result, tmp_path / "g.png").stat().st_size > 0
 
 
 def test_run_specs_and_their_names():
