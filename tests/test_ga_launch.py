@@ -15,7 +15,8 @@ import hashlib, sys
 from pgmpi import PrunedGA, mpi
 env, hidden, genome = sys.argv[1], tuple(int(h) for h in sys.argv[2].split(",")), sys.argv[3]
 ga = PrunedGA(env=env, hidden_sizes=hidden, population_size=10, episodes_per_individual=2,
-              genome=genome, seed=9, quiet=True).train(generations=3)
+              genome=genome, elite_averaging=sys.argv[4] == "averaging", seed=9,
+              quiet=True).train(generations=3)
 state = ga.optimizer.state()
 digest = hashlib.sha256(b"".join(state[k].tobytes() for k in sorted(state))).hexdigest()
 if mpi.is_root():
@@ -30,10 +31,18 @@ def _hash(proc) -> str:
     ]
 
 
-@pytest.mark.parametrize("genome", ["ones", "signed-dag"])
-@pytest.mark.parametrize("env, hidden", [("CartPole-v1", "4"), ("BipedalWalker-v3", "8,8")])
-def test_same_results_on_one_two_and_three_ranks(env, hidden, genome):
-    script = ["-c", HASH_SCRIPT, env, hidden, genome]
+@pytest.mark.parametrize(
+    "env, hidden, genome, ranking",
+    [
+        ("CartPole-v1", "4", "ones", "latest"),
+        ("CartPole-v1", "4", "signed-dag", "latest"),
+        ("BipedalWalker-v3", "8,8", "ones", "latest"),
+        ("BipedalWalker-v3", "8,8", "signed-dag", "latest"),
+        ("BipedalWalker-v3", "8,8", "signed-dag", "averaging"),  # the walker example's
+    ],
+)
+def test_same_results_on_one_two_and_three_ranks(env, hidden, genome, ranking):
+    script = ["-c", HASH_SCRIPT, env, hidden, genome, ranking]
     hashes = {n: _hash(run_mpi(n, script, timeout=120)) for n in (1, 2, 3)}
     assert len(set(hashes.values())) == 1, hashes
 
