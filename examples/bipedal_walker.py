@@ -24,8 +24,11 @@ naming the settings flags it ignores. --generations counts from the start of the
 last line gives their mean with its 95% interval, the connections it keeps, and the
 generation, env steps, episodes, minutes and core-hours at which it was found. A generation
 costs up to 138 x 2 x 1,600 steps once walkers stop falling over: use every core you have.
-Its 276 episodes are the units the ranks share; past about 64 ranks, more episodes per
-individual (the benchmark's 8: 1,104 units) keep every rank busy (docs/benchmarks.md).
+Its 276 episodes are the units the ranks share, and episodes differ in length: projected,
+they leave a quarter of rank time idle at 63 ranks and half at 128, where the benchmark's
+1,104 (8 each) leave 1.2% and 7.5% (docs/benchmarks.md, PrunedGA at scale). The run's
+header warns below 8 episodes a rank: past 32 ranks, give a larger population or more
+episodes each.
 """
 
 import sys

@@ -17,7 +17,7 @@ import numpy as np
 from pgmpi import checkpoint, mpi
 from pgmpi.envs import Game
 from pgmpi.evaluation import Evaluation, evaluation_returns
-from pgmpi.loop import Description
+from pgmpi.loop import EPISODES_A_RANK, Description
 from pgmpi.settings import at_least, must
 
 Agent = TypeVar("Agent", bound="ESRun")
@@ -43,7 +43,7 @@ class ESRun:
             f"{c['noise_std']:g}, noise table {c['noise_table_size']:,} (float32)"
         )
         what = f"episodes: {P // 2} pairs x 2 + {E} unperturbed"
-        return Description(text, P + E, what, "population_size")
+        return Description(text, P + E, what, "population_size", EPISODES_A_RANK)
 
     @staticmethod
     def line(r: dict) -> str:

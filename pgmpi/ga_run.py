@@ -18,7 +18,7 @@ from pgmpi import checkpoint, mpi
 from pgmpi.best import BestScore
 from pgmpi.envs import Game
 from pgmpi.evaluation import evaluation_returns
-from pgmpi.loop import Description
+from pgmpi.loop import EPISODES_A_RANK, Description
 from pgmpi.settings import at_least, first_problem
 
 Agent = TypeVar("Agent", bound="GARun")
@@ -78,6 +78,7 @@ class GARun:
             P * E,
             f"episodes: {P} individuals x {E} each",
             "population_size x episodes_per_individual",
+            EPISODES_A_RANK,
         )
 
     @staticmethod

@@ -55,6 +55,12 @@ def check_limits(
     ])  # fmt: skip
 
 
+# Episodes a rank needs in a generation to stay busy: PrunedGA's 276 walker episodes leave
+# 25% of rank time idle at 63 ranks (4.4 a rank) and its 1,104 leave 7.5% at 128 (8.6 a
+# rank), projected (docs/benchmarks.md, PrunedGA at scale).
+EPISODES_A_RANK = 8
+
+
 class Description(NamedTuple):
     """What the run header says of an algorithm (:meth:`Trainable.describe`)."""
 
@@ -62,6 +68,9 @@ class Description(NamedTuple):
     units: int  # how many units of work a step shares out over ranks
     what: str  # what they are: "slots", "episodes: 8 individuals x 2 each"
     setting: str  # the setting that sets how many: "slots"
+    # units a rank needs in a step to stay busy: 1 for slots, which all play as many steps;
+    # more for episodes, whose lengths differ, so that the longest do not leave ranks waiting
+    busy: int = 1
 
 
 class Trainable(Protocol):
@@ -237,13 +246,19 @@ def _stop(log: Logger, signum: int, path, saved: str | None) -> None:
 
 def _warnings(described: Description) -> list[str]:
     """The run header's warning lines: idle ranks, given the units of work a step has, what
-    they are and the setting that sets them, and ranks that share cores. Collective."""
+    they are and the setting that sets them; ranks with too few units to stay busy; and
+    ranks that share cores. Collective."""
     n = mpi.size()
-    _, count, what, setting = described
+    _, count, what, setting, busy = described
     lines = []
     if count < n:
         lines.append(
             f"warning: {n - count} of {n} ranks idle ({count} {what}): use {setting} >= {n}"
+        )
+    elif count < busy * n and n > 1:
+        lines.append(
+            f"warning: {count / n:.1f} units a rank ({count} {what}, {n} ranks): ranks wait "
+            f"for the longest episodes; {setting} >= {busy * n} ({busy} a rank) keeps them busy"
         )
     hosts: dict[str, list[int]] = {}
     for host, cores in mpi.allgather_object((socket.gethostname(), usable_cores())):

@@ -92,6 +92,22 @@ def test_idle_ranks_of_the_ga_are_named_on_a_line_of_their_own(tmp_path):
                for line in lines) == (len(os.sched_getaffinity(0)) < 4)  # fmt: skip
 
 
+def test_a_ga_with_few_episodes_a_rank_says_that_ranks_will_wait(tmp_path):
+    def header(population: int, folder: str) -> list[str]:
+        args = ["examples/cartpole_ga.py", "--population-size", str(population),
+                "--episodes-per-individual", "2", "--generations", "1", "--log-dir",
+                str(tmp_path / folder)]  # fmt: skip
+        proc = run_mpi(2, args, timeout=180)  # exit 1: 500 not reached in a generation
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        return proc.stdout.splitlines()
+
+    few = header(4, "few")  # 8 episodes over 2 ranks: 4 each, under 8
+    assert ("warning: 4.0 units a rank (8 episodes: 4 individuals x 2 each, 2 ranks): ranks "
+            "wait for the longest episodes; population_size x episodes_per_individual >= 16 "
+            "(8 a rank) keeps them busy") in few, few  # fmt: skip
+    assert not any("units a rank" in line for line in header(8, "enough"))  # 16: 8 each
+
+
 def test_a_full_disk_under_mpirun_is_one_line_and_loses_nothing(tmp_path):
     disk = tmp_path / "full"
     disk.mkdir()
