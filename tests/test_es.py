@@ -92,9 +92,9 @@ def test_presets_are_valid_and_the_paper_is_the_papers():
 
 # ---------------------------------------------------------------- ParallelES
 def test_its_units_are_episodes_of_pairs_and_the_current_network():
-    _, count, what, setting = _tiny().describe()
+    _, count, what, setting, busy = _tiny().describe()
     assert count == 6 + 4 and what == "episodes: 3 pairs x 2 + 4 unperturbed"
-    assert setting == "population_size"
+    assert setting == "population_size" and busy == 8
 
 
 def test_same_seed_same_parameters_and_rows():

@@ -22,9 +22,9 @@ def _tiny(**kw) -> PrunedGA:
 def test_its_units_of_work_are_episodes_not_individuals():
     # The run header's idle-rank warning counts these: 12 individuals x 2 episodes keep 24
     # ranks busy, not 12.
-    _, count, what, setting = _tiny().describe()
+    _, count, what, setting, busy = _tiny().describe()
     assert count == 24 and what == "episodes: 12 individuals x 2 each"
-    assert setting == "population_size x episodes_per_individual"
+    assert setting == "population_size x episodes_per_individual" and busy == 8
 
 
 def test_same_seed_twice_same_history_and_best_mask():
