@@ -144,19 +144,16 @@ class Trace:
     value, the input first), summed over the steps; :meth:`mean` writes the mean per step
     into ``activity`` (float64, laid out as the weights).
 
-    :meth:`record` only keeps the step's units. Many steps' terms are then made at once,
-    for every pair of units, and added one step after another in the order played, so
-    each connection's sum has the bits of a step-by-step ``activity += outer(|pre|,
-    |post|)`` (float32 products are exact in float64) for one numpy add a step, not several.
+    :meth:`record` only keeps the step's units. Many steps' terms are then made at once, a
+    layer at a time, and added one step after another in the order played, so each
+    connection's sum has the bits of a step-by-step ``activity += outer(|pre|, |post|)``
+    (float32 products are exact in float64) for one numpy add a layer and step, not several.
     """
 
     def __init__(self, shapes: list[tuple[int, int]], activity: np.ndarray):
-        self.activity, self.units = activity, []
-        n = shapes[-1][0] + shapes[-1][1]  # every unit: the last layer's inputs and its own
-        self.sums = np.zeros((n, n))  # [i, j]: |unit i| * |unit j| summed over the steps
-        pairs = [np.arange(a)[:, None] * n + np.arange(a, a + b) for a, b in shapes]
-        self.pairs = np.concatenate([p.ravel() for p in pairs])  # each weight's in sums
-        self.batch = max(1, 2**19 // n**2)  # steps held: about 4 MB of terms
+        self.shapes, self.activity, self.units = shapes, activity, []
+        self.sums = np.zeros(activity.size)
+        self.batch = max(1, 2**19 // activity.size)  # steps held: at most 4 MB of terms
 
     def record(self, units: np.ndarray) -> None:
         """Keep one step's units (float32, every unit's value, the input first)."""
@@ -168,15 +165,18 @@ class Trace:
         """Add the kept steps' terms to ``sums``, one step after another."""
         if not self.units:
             return
-        z = np.abs(np.array(self.units))  # (steps, units)
-        self.units = []
-        for terms in z[:, :, None].astype(np.float64) * z[:, None, :]:
-            self.sums += terms
+        z = np.abs(np.array(self.units)).astype(np.float64)  # (steps, units)
+        self.units, start = [], 0
+        for a, b in self.shapes:  # a layer's pre units are the first a, its post the next b
+            sums = self.sums[start : start + a * b]
+            for terms in (z[:, :a, None] * z[:, None, a : a + b]).reshape(len(z), -1):
+                sums += terms
+            start += a * b
 
     def mean(self, steps: int) -> np.ndarray:
         """``activity``, each connection's mean term per step over ``steps`` steps."""
         self._add()
-        self.activity[:] = self.sums.ravel()[self.pairs] / max(steps, 1)
+        self.activity[:] = self.sums / max(steps, 1)
         return self.activity
 
 
