@@ -96,6 +96,18 @@ class Game:
         self.bounds = None if unit else (act.low, act.high)  # a box to stretch tanh onto
         self.x, self.obs, self.score, self.length, self.live = None, None, 0.0, 0, False
 
+    @property
+    def x(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The current input, sparse, made from ``obs`` when first read: PrunedGA and
+        ParallelES act on ``obs`` and never pay for it."""
+        if self._x is None and self.obs is not None:
+            self._x = sparse(np.asarray(self.obs, dtype=np.float32))
+        return self._x
+
+    @x.setter
+    def x(self, value: tuple[np.ndarray, np.ndarray] | None) -> None:
+        self._x = value
+
     def _make(self, env: str | Callable):
         return make_gym(env)
 
@@ -113,14 +125,14 @@ class Game:
     def new_game(self, seed: int) -> None:
         """Start a game whose randomness is fixed by ``seed``."""
         self.obs, _ = self.env.reset(seed=seed)
-        self.x = sparse(np.asarray(self.obs, dtype=np.float32))
+        self.x = None  # made from obs when read
         self.score, self.length, self.live = 0.0, 0, True
 
     def _advance(self, action) -> tuple[float, bool, bool]:
-        """Step the env with ``action``, set ``obs`` and ``x``: (reward, terminated,
-        truncated)."""
+        """Step the env with ``action`` and set ``obs`` (``x`` follows from it): (reward,
+        terminated, truncated)."""
         self.obs, reward, terminated, truncated, _ = self.env.step(action)
-        self.x = sparse(np.asarray(self.obs, dtype=np.float32))
+        self.x = None
         return reward, terminated, truncated
 
     def _rally_over(self, reward: float) -> bool:
