@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import platform
@@ -20,6 +21,13 @@ FIGURES = ROOT / "runs" / "benchmarks"
 DOCS_FIGURES = ROOT / "docs" / "figures"
 # What the docs' figures are drawn from, kept (tracked): recordings and thinned results.
 RECORDINGS = ROOT / "benchmarks" / "recordings"
+
+
+def example_settings(name: str):
+    """(ENV, SETTINGS) of examples/NAME.py: the env and settings its run uses by default."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    example = importlib.import_module(name)
+    return example.ENV, example.SETTINGS
 
 
 def add_figure_flags(parser, name: str) -> None:

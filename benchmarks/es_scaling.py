@@ -53,8 +53,7 @@ def worker(args) -> None:
     """Under mpirun: train and record every generation's units into ``args.record``."""
     from pgmpi import ParallelES, checkpoint, mpi
 
-    sys.path.insert(0, str(common.ROOT / "examples"))
-    from bipedal_walker_es import ENV, SETTINGS
+    ENV, SETTINGS = common.example_settings("bipedal_walker_es")
 
     # traced, so that each unit's seconds travel in the Allreduce and the root has them all;
     # a trace needs a log dir (a temporary one, the same on every rank)

@@ -39,8 +39,7 @@ WORDS = {"noise_std": "sigma", "hidden_sizes": "hidden layers", "population_size
 
 def differences(config: dict) -> dict:
     """The settings of a run's config.json that differ from examples/bipedal_walker_es.py's."""
-    sys.path.insert(0, str(common.ROOT / "examples"))
-    from bipedal_walker_es import ENV, SETTINGS
+    ENV, SETTINGS = common.example_settings("bipedal_walker_es")
 
     default = dataclasses.asdict(SETTINGS) | {"env": ENV}
     return {k: v for k, v in config.items() if k in default and v != default[k]}

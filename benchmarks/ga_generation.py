@@ -39,7 +39,7 @@ def worker(args) -> None:
     from pgmpi import PrunedGA, mpi
 
     n, me = mpi.size(), mpi.rank()
-    env, example = walker_settings()
+    env, example = common.example_settings("bipedal_walker")
     agent = PrunedGA(env=env, config=example, seed=args.seed, quiet=True, **settings(args))
     if args.assign == "round-robin":  # the baseline: unit u on rank u % n
         agent.evaluation.units = lambda costs: range(me, len(costs), n)
@@ -67,14 +67,6 @@ def worker(args) -> None:
 
 
 SHOWN = ("hidden_sizes", "genome", "population_size", "episodes_per_individual", "elite_averaging")
-
-
-def walker_settings():
-    """(env, settings) of examples/bipedal_walker.py."""
-    sys.path.insert(0, str(common.ROOT / "examples"))
-    from bipedal_walker import ENV, SETTINGS
-
-    return ENV, SETTINGS
 
 
 def settings(args) -> dict:
