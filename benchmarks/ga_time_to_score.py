@@ -50,8 +50,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(__file__))
 import common  # noqa: E402
 import snapshots  # noqa: E402
@@ -80,12 +78,6 @@ def evaluate_worker(snapshot: str, episodes: int) -> None:
     snapshots.worker(PrunedGA, snapshot, episodes, record)
 
 
-def meta(checkpoint: Path) -> dict:
-    """A checkpoint's metadata (its counters and settings), read without loading it."""
-    with np.load(checkpoint, allow_pickle=False) as data:
-        return json.loads(data["__meta__"].tobytes().decode())
-
-
 def parse(spec: str) -> tuple[str, str | None, int]:
     """``[PRESET:]SEED`` -> (the run's folder name, the preset or None, the seed)."""
     preset, _, seed = spec.rpartition(":")
@@ -100,7 +92,7 @@ def train(name: str, preset: str | None, seed: int, args, extra: list[str]) -> N
     run = args.runs / name
     checkpoint = run / "checkpoint.npz"
     while True:
-        m = meta(checkpoint) if checkpoint.exists() else None
+        m = snapshots.meta(checkpoint) if checkpoint.exists() else None
         done, seconds = (m["generation"], m["train_seconds"]) if m else (0, 0.0)
         if m and not snapshots.snapshot_path(run, done).exists():  # stopped before the copy
             shutil.copy(checkpoint, snapshots.snapshot_path(run, done))
@@ -125,7 +117,7 @@ def train(name: str, preset: str | None, seed: int, args, extra: list[str]) -> N
         if proc.returncode:
             why = f"the chunk to generation {target} failed (rc {proc.returncode})"
             raise SystemExit(f"{name}: {why}: see {run / 'train.log'}")
-        done = meta(checkpoint)["generation"]
+        done = snapshots.meta(checkpoint)["generation"]
         snapshots.log_chunk(run, "end", target)
         shutil.copy(checkpoint, snapshots.snapshot_path(run, done))
         if done < target:  # the time limit stopped it
@@ -146,7 +138,7 @@ def progress(run: Path) -> list[dict]:
 def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
     """One run's levels, final evaluation, evaluated networks and training curve."""
     gens = snapshots.generations(run)
-    metas = {g: meta(snapshots.snapshot_path(run, g)) for g in gens}
+    metas = {g: snapshots.meta(snapshots.snapshot_path(run, g)) for g in gens}
     if args.env_steps:  # a screen: the run as it stood at the budget
         gens = [g for g in gens if metas[g]["steps"] <= args.env_steps]
     # Snapshots with the same best network and evaluation count play the same episodes

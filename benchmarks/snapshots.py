@@ -10,24 +10,53 @@ last one below a level and the first at or above it; :class:`Evaluations` keeps 
 evaluation in a JSON cache as it ends, so none is played twice, whatever is interrupted.
 :func:`worker` is what plays one under mpirun (a benchmark's hidden ``--evaluate`` flag),
 :func:`player` what starts it; :func:`table` writes the rows, per run and level.
+
+An hour-long run on several seeds can outlive the machine it started on. :func:`carry`
+copies a run with its checkpoint and last snapshot only, every other snapshot's metadata
+and evaluations in ``RUN/snapshots/carried.json``: small enough to keep in git, and the copy
+resumes, tables and draws as the run did (a carried snapshot is never played again)::
+
+    python benchmarks/snapshots.py carry RUN DEST --cache CACHE
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import common
+import numpy as np
 
 LEVELS = (0, 100, 200, 300)
+CARRIED = "carried.json"  # in RUN/snapshots: the snapshots carry() kept without their files
+
+
+def carried(run: Path) -> dict[int, dict]:
+    """{generation: {"meta": its checkpoint's metadata, "evaluations": {episodes: evaluation}}}
+    of the run's snapshots that :func:`carry` kept without their files ({} if none)."""
+    path = run / "snapshots" / CARRIED
+    return {int(g): v for g, v in json.loads(path.read_text()).items()} if path.exists() else {}
 
 
 def generations(run: Path) -> list[int]:
-    """The generations of a run's snapshots, in order."""
-    return sorted(int(p.stem.removeprefix("gen_")) for p in (run / "snapshots").glob("gen_*.npz"))
+    """The generations of a run's snapshots, carried ones included, in order."""
+    files = {int(p.stem.removeprefix("gen_")) for p in (run / "snapshots").glob("gen_*.npz")}
+    return sorted(files | set(carried(run)))
+
+
+def meta(checkpoint: Path) -> dict:
+    """A checkpoint's metadata (its counters and settings), read without loading it; a
+    carried snapshot's from its run's carried.json."""
+    if not checkpoint.exists() and checkpoint.parent.name == "snapshots":
+        entry = carried(checkpoint.parent.parent).get(int(checkpoint.stem.removeprefix("gen_")))
+        if entry:
+            return entry["meta"]
+    with np.load(checkpoint, allow_pickle=False) as data:
+        return json.loads(data["__meta__"].tobytes().decode())
 
 
 def snapshot_path(run: Path, generation: int) -> Path:
@@ -89,6 +118,11 @@ def first_reaching(gens: list[int], path_of, evaluations, args) -> tuple[dict, d
     its evaluation, for every one of ``gens`` whose snapshot ``path_of(generation)`` has
     been evaluated}): :func:`search` with ``args.levels`` and ``args.coarse``, each
     snapshot evaluated by ``evaluations`` (an :class:`Evaluations`)."""
+
+    def lost(path: Path) -> bool:  # carried without its file or this evaluation
+        return not path.exists() and not evaluations.has(path) and path.parent.name == "snapshots"
+
+    gens = [g for g in gens if not (lost(path_of(g)) and g in carried(path_of(g).parent.parent))]
     found = search(gens, lambda g: evaluations(path_of(g))["mean"], args.levels, args.coarse)
     evaluated = {g: evaluations(path) for g in gens if evaluations.has(path := path_of(g))}
     return {f"{level:g}": g for level, g in found.items()}, evaluated
@@ -105,11 +139,20 @@ class Evaluations:
     def key(self, snapshot: Path) -> str:
         return f"{snapshot.resolve()}:{self.episodes}"
 
+    def carried(self, snapshot: Path) -> dict | None:
+        """The evaluation :func:`carry` kept of a snapshot, or None."""
+        if snapshot.parent.name != "snapshots":
+            return None
+        entry = carried(snapshot.parent.parent).get(int(snapshot.stem.removeprefix("gen_")), {})
+        return entry.get("evaluations", {}).get(str(self.episodes))
+
     def has(self, snapshot: Path) -> bool:
-        return self.key(snapshot) in self.known
+        return self.key(snapshot) in self.known or self.carried(snapshot) is not None
 
     def __call__(self, snapshot: Path) -> dict:
         key = self.key(snapshot)
+        if key not in self.known and (kept := self.carried(snapshot)) is not None:
+            return kept
         if key not in self.known:
             print(f"evaluating {snapshot} ...", flush=True)
             self.known[key] = self.play(snapshot)
@@ -216,3 +259,45 @@ def draw(ax, evaluations: list[dict], x: Callable[[dict], float], label: str, **
     ]
     xs = [x(e) for e in evaluations]
     ax.errorbar(xs, ms, yerr=err, fmt="o", ms=4, capsize=2, label=label, **style)
+
+
+def carry(run: Path, dest: Path, cache: Path) -> Path:
+    """Copy ``run`` to ``dest`` (replaced) with its checkpoint and last snapshot, every
+    snapshot kept as its metadata and the evaluations in ``cache`` (an :class:`Evaluations`'
+    file) in ``dest/snapshots/carried.json``; returns ``dest``."""
+    gens, known = generations(run), json.loads(cache.read_text()) if cache.exists() else {}
+    kept = carried(run)
+    for g in gens:
+        path = snapshot_path(run, g)
+        if path.exists():
+            where = str(path.resolve())
+            played = {
+                k.rpartition(":")[2]: v for k, v in known.items() if k.rpartition(":")[0] == where
+            }
+            before = kept.get(g, {}).get("evaluations", {})  # carried here before
+            kept[g] = dict(meta=meta(path), evaluations={**before, **played})
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(run, dest, ignore=lambda d, names: names if Path(d).name == "snapshots" else [])
+    if gens:
+        shutil.copy(snapshot_path(run, gens[-1]), snapshot_path(dest, gens[-1]))
+    (dest / "snapshots" / CARRIED).write_text(
+        json.dumps({str(g): kept[g] for g in sorted(kept)}) + "\n"
+    )
+    return dest
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description="Carry a run to DEST: see the module's docstring.")
+    p.add_argument("what", choices=["carry"])
+    p.add_argument("run", type=Path, help="the run's folder (RUN/snapshots holds its snapshots)")
+    p.add_argument("dest", type=Path, help="the copy's folder (replaced)")
+    p.add_argument("--cache", type=Path, required=True, help="the evaluations' cache")
+    args = p.parse_args()
+    dest = carry(args.run, args.dest, args.cache)
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    print(f"carried {args.run} to {dest}: {len(generations(dest))} snapshots, {size:,} bytes")
+
+
+if __name__ == "__main__":
+    main()

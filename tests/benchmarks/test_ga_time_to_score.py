@@ -10,23 +10,22 @@ import pytest
 from ga_time_to_score import (
     final_table,
     label,
-    meta,
     parse,
     plot,
     record,
     table,
     time_to_score,
 )
-from snapshots import Evaluations, log_chunk, snapshot_path, worker
+from snapshots import Evaluations, carried, carry, log_chunk, meta, snapshot_path, worker
 
 from pgmpi import PrunedGA
 
 TINY = dict(env="CartPole-v1", hidden_sizes=[3], population_size=6, episodes_per_individual=2)
 
 
-def _run(folder, seed, chunks):
+def _run(folder, seed, chunks, fresh=True):
     """A run as ``train`` makes one: each chunk resumes the checkpoint to G generations."""
-    (folder / "snapshots").mkdir(parents=True)
+    (folder / "snapshots").mkdir(parents=True, exist_ok=not fresh)
     for g in chunks:
         log_chunk(folder, "start", g)
         path = folder / "checkpoint.npz"
@@ -92,3 +91,37 @@ def test_run_specs_and_their_names():
             parse(bad)
     assert label("seed0") == "seed 0"
     assert label("synaptolytic-seed1") == "synaptolytic preset, seed 1"
+
+
+def test_a_carried_run_tables_as_before_and_resumes_playing_only_new_snapshots(tmp_path, capsys):
+    run = _run(tmp_path / "runs" / "seed2", seed=2, chunks=range(1, 7))
+    played = []
+
+    def play(snapshot):
+        played.append(snapshot)
+        capsys.readouterr()
+        worker(PrunedGA, str(snapshot), 5, record)
+        return json.loads(capsys.readouterr().out.splitlines()[-1])
+
+    args = argparse.Namespace(levels=[-1e9, 1e9], coarse=2, episodes=5, env_steps=None, rate=None)
+    out = time_to_score(run, Evaluations(tmp_path / "cache.json", play, 5), args)
+    dest = carry(run, tmp_path / "kept" / "seed2", tmp_path / "cache.json")
+    files = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*.npz"))
+    assert files == ["checkpoint.npz", "snapshots/gen_00006.npz"]  # the rest in carried.json
+    n = len(played)
+    # the copy, on a new cache: the same result, nothing played again
+    copy = Evaluations(tmp_path / "new-cache.json", play, 5)
+    assert time_to_score(dest, copy, args) == out and len(played) == n
+    # it resumes from its checkpoint; only a new network is played: snapshot 7 keeps the
+    # best of 6 (carried, with its evaluation), 8 has a new one
+    _run(dest, seed=2, chunks=[7, 8], fresh=False)
+    more = time_to_score(dest, copy, args)
+    found = [meta(snapshot_path(dest, g))["best_found"]["generation"] for g in (6, 7, 8)]
+    assert found == [5, 5, 7], "pick a seed whose best stays at 7 and changes at 8"
+    assert [p.name for p in played[n:]] == ["gen_00008.npz"]
+    assert more["generations"] == more["final"]["generations"] == 8
+    assert more["reached"]["-1e+09"] == out["reached"]["-1e+09"]
+    # carried again: what was carried stays carried, and nothing is played
+    again = carry(dest, tmp_path / "again" / "seed2", tmp_path / "new-cache.json")
+    assert sorted(carried(again)) == list(range(1, 9))
+    assert time_to_score(again, copy, args) == more and len(played) == n + 1
