@@ -11,7 +11,8 @@ NAME ``seedS``, or ``PRESET-seedS`` for ``--preset PRESET``), one after the othe
 ``--ranks`` (2) ranks, for ``--minutes`` (60) of training, in chunks of ``--every`` (2)
 generations: ``mpirun -n 2 python examples/bipedal_walker.py --generations G --minutes LEFT
 --log-dir DIR [--resume]`` (the first chunk with ``--seed S [--preset PRESET]`` and any
-flags after ``--``; each later one resumes the checkpoint exactly). After each chunk it
+flags after ``--``; each later one resumes the checkpoint exactly, with ``--hardcore`` again
+for a BipedalWalkerHardcore-v3 run). After each chunk it
 copies the checkpoint to DIR/snapshots/gen_NNNNN.npz and notes the chunk's start and end in
 DIR/chunks.log; the example's own output goes to DIR/train.log. A run already there goes on
 where it stopped, and one that has trained ``--minutes`` (or ``--generations``) is left as
@@ -55,6 +56,7 @@ import common  # noqa: E402
 import snapshots  # noqa: E402
 
 WALKER = str(common.ROOT / "examples" / "bipedal_walker.py")
+HARDCORE = "BipedalWalkerHardcore-v3"  # the example's --hardcore, given again on resume
 FIGURE = "ga_time_to_score.png"
 KEPT = common.RECORDINGS / "ga_time_to_score.json"  # what --docs kept, for figures.py
 # docs/screens.md's walker screens, kept with --json (its command is there)
@@ -105,7 +107,10 @@ def train(name: str, preset: str | None, seed: int, args, extra: list[str]) -> N
         flags = [WALKER, "--log-dir", str(run), "--generations", str(target)]
         flags += ["--minutes", f"{max(left, 1e-4):.4f}", "--eval-episodes", "1"]
         first = ["--seed", str(seed), *(["--preset", preset] if preset else [])]
-        flags += ["--resume"] if m else ["--overwrite", *first, *extra]
+        hardcore = m and m["config"].get("env") == HARDCORE  # the env is not a setting
+        flags += (
+            (["--resume", *["--hardcore"] * hardcore]) if m else ["--overwrite", *first, *extra]
+        )
         print(f"training {name} to generation {target} ({left:.1f} minutes left) ...", flush=True)
         (run / "snapshots").mkdir(parents=True, exist_ok=True)
         snapshots.log_chunk(run, "start", target)
@@ -187,6 +192,7 @@ def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
         curve=[[r["minutes"], r["steps"], r["best"]] for r in rows[::every] + rows[-1:]],
         generations=last or 0,
         episodes_per_individual=config["episodes_per_individual"],
+        env=config["env"],
     )
 
 
@@ -290,7 +296,10 @@ def plot(result: dict, path: Path) -> Path:
     axes[0].set(ylabel="return")
     if screen:
         axes[-1].axvline(screen / 1e6, c="k", lw=0.8, ls="--")  # the budget
-    fig.suptitle("PrunedGA on BipedalWalker-v3: the best network, when the run found it")
+    envs = ", ".join(
+        sorted({run.get("env", "BipedalWalker-v3") for run in result["runs"].values()})
+    )
+    fig.suptitle(f"PrunedGA on {envs}: the best network, when the run found it")
     fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, fontsize=8, frameon=False)
     return common.save_figure(fig, path)
 

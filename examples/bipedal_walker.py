@@ -4,6 +4,7 @@
     mpirun -n 4 python examples/bipedal_walker.py
     mpirun -n 4 python examples/bipedal_walker.py --resume --minutes 30
     mpirun -n 4 python examples/bipedal_walker.py --preset synaptolytic
+    mpirun -n 4 python examples/bipedal_walker.py --hardcore --log-dir runs/hardcore
 
 Hidden layers of 8 and 8 tanh units and 138 individuals, as the synaptolytic-learning
 benchmark ran, but 2 episodes each, not its 8, and an unchanged elite ranked on its mean
@@ -47,6 +48,7 @@ from pgmpi.config import GAConfig
 from pgmpi.presets import GA_PRESETS
 
 ENV = "BipedalWalker-v3"
+HARDCORE = "BipedalWalkerHardcore-v3"  # --hardcore
 # The synaptolytic-learning benchmark's sizes (population 138, hidden layers 8 and 8), 2
 # episodes per individual and elites ranked on their mean (screened), the rest GAConfig's
 # defaults; --preset synaptolytic: every setting the benchmark's.
@@ -73,6 +75,12 @@ def main() -> int:
     p.add_argument(
         "--eval-episodes", type=positive_int, default=100, help="new episodes at the end (100)"
     )
+    p.add_argument(
+        "--hardcore",
+        action="store_true",
+        help=f"{HARDCORE}: stumps, pits and stairs, 2,000 steps an episode, also solved at 300 "
+        "(give it again with --resume)",
+    )
     add_settings(p, SETTINGS)
     add_run_flags(p, "runs/bipedal_walker", "generation", PrunedGA.train)
     args = p.parse_args()
@@ -80,7 +88,7 @@ def main() -> int:
 
     checkpoint = args.log_dir / "checkpoint.npz"
     settings = GA_PRESETS[args.preset] if args.preset else SETTINGS
-    ga = make_agent(PrunedGA, p, args, ENV, settings)
+    ga = make_agent(PrunedGA, p, args, HARDCORE if args.hardcore else ENV, settings)
     ga.train(
         generations=args.generations,
         minutes=args.minutes,

@@ -2,7 +2,7 @@
 on 2 ranks with mpirun, a snapshot after each, each network evaluated under mpirun, the
 tables and the figure; called again, it trains and plays nothing; with a larger
 --generations, it resumes the run for one more chunk; a time limit ends a run within a
-chunk."""
+chunk; a --hardcore run resumes on its env."""
 
 import json
 import subprocess
@@ -65,3 +65,13 @@ def test_the_benchmark_trains_in_chunks_evaluates_each_network_once_and_goes_on(
     assert result["env_steps"] == 1 and result["runs"]["seed5"]["final"] is None
     assert result["runs"]["seed3"]["final"] is None  # its snapshots too are past 1 env step
     assert (tmp_path / "figure.png").stat().st_size > 0
+    # a BipedalWalkerHardcore-v3 run: --hardcore after --, given again on resume (else the
+    # second chunk would refuse the checkpoint, trained on another env)
+    files[1] = str(tmp_path / "hardcore")  # --runs
+    tiny.append("--hardcore")
+    bench(2, 6)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["runs"]["seed6"]["env"] == "BipedalWalkerHardcore-v3"
+    assert result["runs"]["seed6"]["generations"] == 2
+    log = (tmp_path / "hardcore" / "seed6" / "train.log").read_text()
+    assert log.count("env BipedalWalkerHardcore-v3") == 2  # both chunks' headers
