@@ -278,7 +278,11 @@ def carry(run: Path, dest: Path, cache: Path) -> Path:
             kept[g] = dict(meta=meta(path), evaluations={**before, **played})
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(run, dest, ignore=lambda d, names: names if Path(d).name == "snapshots" else [])
+
+    def left(folder: str, names: list[str]) -> list[str]:  # snapshots added below; a lock file
+        return names if Path(folder).name == "snapshots" else [n for n in names if n == ".lock"]
+
+    shutil.copytree(run, dest, ignore=left)
     if gens:
         shutil.copy(snapshot_path(run, gens[-1]), snapshot_path(dest, gens[-1]))
     (dest / "snapshots" / CARRIED).write_text(

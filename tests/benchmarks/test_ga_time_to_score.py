@@ -108,6 +108,7 @@ def test_a_carried_run_tables_as_before_and_resumes_playing_only_new_snapshots(t
     dest = carry(run, tmp_path / "kept" / "seed2", tmp_path / "cache.json")
     files = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*.npz"))
     assert files == ["checkpoint.npz", "snapshots/gen_00006.npz"]  # the rest in carried.json
+    assert (run / ".lock").exists() and not (dest / ".lock").exists()  # the run's, not the copy's
     n = len(played)
     # the copy, on a new cache: the same result, nothing played again
     copy = Evaluations(tmp_path / "new-cache.json", play, 5)
