@@ -61,6 +61,7 @@ FIGURE = "ga_time_to_score.png"
 KEPT = common.RECORDINGS / "ga_time_to_score.json"  # what --docs kept, for figures.py
 # docs/screens.md's walker screens, kept with --json (its command is there)
 SCREENS_KEPT = common.RECORDINGS / "ga_screens.json"
+RATE_KEPT = common.RECORDINGS / "ga_screens_rate.json"  # and its mutation-rate and width screen
 CURVE_POINTS = 400  # each run's training curve kept, thinned to about this many points
 PRESETS = ("synaptolytic",)  # examples/bipedal_walker.py --preset
 
@@ -305,9 +306,9 @@ def plot(result: dict, path: Path) -> Path:
 
 
 def draw_kept(out_dir: Path) -> list[Path]:
-    """``ga_time_to_score.png`` and ``ga_screens.png`` in ``out_dir`` from the results kept
-    (``--docs``; the screens' ``--json``), those that exist."""
-    kept = ((KEPT, FIGURE), (SCREENS_KEPT, "ga_screens.png"))
+    """``ga_time_to_score.png``, ``ga_screens.png`` and ``ga_screens_rate.png`` in ``out_dir``
+    from the results kept (``--docs``; the screens' ``--json``), those that exist."""
+    kept = ((KEPT, FIGURE), (SCREENS_KEPT, "ga_screens.png"), (RATE_KEPT, "ga_screens_rate.png"))
     return [plot(json.loads(k.read_text()), out_dir / png) for k, png in kept if k.exists()]
 
 
@@ -334,6 +335,13 @@ def main() -> None:
         help="and no chunk after this many env steps, and no snapshot past them evaluated "
         "(for screens on a busy machine, which compare runs at the same env steps)",
     )
+    p.add_argument(
+        "--also",
+        nargs="+",
+        default=[],
+        metavar="JSON:RUN",
+        help="runs of an earlier result (its --json) to table and draw beside, as they were",
+    )
     kept, cache = common.RESULTS / "ga_time_to_score.json", "ga_time_to_score_cache.json"
     snapshots.add_flags(p, kept, cache, "ranks per run and per evaluation")
     common.add_figure_flags(p, FIGURE)
@@ -347,6 +355,13 @@ def main() -> None:
     evaluations = snapshots.Evaluations(args.cache, play, args.episodes)
     runs = [d for d in args.runs.glob("*") if snapshots.generations(d)]
     runs.sort(key=lambda d: ("-" in d.name, d.name))  # the seeds, then the presets
+    also = {}
+    for spec in args.also:  # checked before any evaluation
+        path, _, name = spec.rpartition(":")
+        earlier = json.loads(Path(path).read_text())["runs"] if Path(path).is_file() else {}
+        if name not in earlier:
+            raise SystemExit(f"--also {spec!r}: no run {name!r} in {path!r}")
+        also[name] = earlier[name]
     if not runs:
         raise SystemExit(f"no runs with snapshots in {args.runs}: pass --run [PRESET:]SEED")
     result = dict(
@@ -354,7 +369,7 @@ def main() -> None:
         ranks=args.ranks,
         episodes=args.episodes,
         levels=args.levels,
-        runs={d.name: time_to_score(d, evaluations, args) for d in runs},
+        runs={d.name: time_to_score(d, evaluations, args) for d in runs} | also,
         env_steps=args.env_steps,
         rate=args.rate,
     )

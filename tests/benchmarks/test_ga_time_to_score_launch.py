@@ -2,7 +2,7 @@
 on 2 ranks with mpirun, a snapshot after each, each network evaluated under mpirun, the
 tables and the figure; called again, it trains and plays nothing; with a larger
 --generations, it resumes the run for one more chunk; a time limit ends a run within a
-chunk; a --hardcore run resumes on its env."""
+chunk; a --hardcore run resumes on its env; --also tables an earlier result's run beside."""
 
 import json
 import subprocess
@@ -32,6 +32,8 @@ def test_the_benchmark_trains_in_chunks_evaluates_each_network_once_and_goes_on(
 
     out = bench(2)
     run = runs / "seed3"
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text((tmp_path / "result.json").read_text())  # for --also below
     assert sorted(p.name for p in (run / "snapshots").iterdir()) == [
         "gen_00001.npz",
         "gen_00002.npz",
@@ -69,8 +71,9 @@ def test_the_benchmark_trains_in_chunks_evaluates_each_network_once_and_goes_on(
     # second chunk would refuse the checkpoint, trained on another env)
     files[1] = str(tmp_path / "hardcore")  # --runs
     tiny.append("--hardcore")
-    bench(2, 6)
+    bench(2, 6, "--also", f"{earlier}:seed3")  # and an earlier result's run beside it
     result = json.loads((tmp_path / "result.json").read_text())
+    assert result["runs"]["seed3"] == json.loads(earlier.read_text())["runs"]["seed3"]
     assert result["runs"]["seed6"]["env"] == "BipedalWalkerHardcore-v3"
     assert result["runs"]["seed6"]["generations"] == 2
     log = (tmp_path / "hardcore" / "seed6" / "train.log").read_text()
