@@ -248,6 +248,11 @@ def fraction(text: str) -> float:
     return value
 
 
+def fraction_or_none(text: str) -> float | None:
+    """A number in [0, 1), or ``none`` (None: the setting's adaptive or off value)."""
+    return None if text.lower() == "none" else fraction(text)
+
+
 def frame_skip(text: str) -> int | list:
     """``4`` (every agent step 4 frames) or ``2-4`` (drawn from 2, 3, 4 at every step)."""
     try:
@@ -272,7 +277,8 @@ PARSERS = {
                      "episodes_per_individual", "noise_table_size", "entropy_steps", "epochs"],
                     positive_int),
     **dict.fromkeys(["decay_rate", "deterministic_games", "elite_fraction", "prune_rate",
-                     "mutation_rate", "restore_rate", "clip"], fraction),
+                     "restore_rate", "clip"], fraction),
+    "mutation_rate": fraction_or_none,
     **dict.fromkeys(["entropy_bonus", "value_baseline", "average_half_life"], non_negative_float),
     "entropy_final": non_negative_float_or_none,
     **dict.fromkeys(["learning_rate", "weight_scale", "value_lr_scale"], positive_float),

@@ -264,8 +264,8 @@ class GAConfig(Settings):
     """pruning probability of generation 0"""
     mutation_rate: float | None = None
     """a child's pruning probability in later generations (its mean, with Hebbian pruning):
-    None adapts it every generation to how far the elites' sizes spread from the
-    population's (the original's PruneableAgent); a number fixes it"""
+    None (the flag's none) adapts it every generation to how far the elites' sizes spread
+    from the population's (the original's PruneableAgent); a number fixes it"""
     restore_rate: float = 0.0
     """a child's probability of getting back each connection its parent lacks, in [0, 1): 0
     (the original) gives none back, so networks only lose connections"""

@@ -18,6 +18,8 @@ from pgmpi import cli
         (cli.positive_float, "inf", None),
         (cli.fraction, "0", 0.0),
         (cli.fraction, "1", None),
+        (cli.fraction_or_none, "0.03", 0.03),
+        (cli.fraction_or_none, "1", None),
         (cli.frame_skip, "4", 4),
         (cli.frame_skip, "2-4", [2, 4]),
         (cli.frame_skip, "0", None),
@@ -31,3 +33,7 @@ def test_command_line_types(parse, text, ok):
             parse(text)
     else:
         assert parse(text) == ok
+
+
+def test_none_turns_a_setting_back_to_its_adaptive_value():
+    assert cli.fraction_or_none("none") is None and cli.fraction_or_none("None") is None
