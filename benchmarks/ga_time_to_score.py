@@ -149,12 +149,14 @@ def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
         gens = [g for g in gens if metas[g]["steps"] <= args.env_steps]
     # Snapshots with the same best network and evaluation count play the same episodes
     # alike: each plays as the first of them.
+    # A carried snapshot without its file or an evaluation plays as no other.
+    path_of = functools.partial(snapshots.snapshot_path, run)
     first, same = {}, {}
     for g in gens:
         network = metas[g]["best_found"] or g  # None: an older checkpoint, never merged
         key = json.dumps([network, metas[g]["evaluations"]], sort_keys=True)
-        same[g] = first.setdefault(key, g)
-    path_of = functools.partial(snapshots.snapshot_path, run)
+        playable = path_of(g).exists() or evaluations.has(path_of(g))
+        same[g] = first.setdefault(key, g) if playable or key in first else g
     found, evaluated = snapshots.first_reaching(gens, lambda g: path_of(same[g]), evaluations, args)
 
     def at(g: int) -> dict:
