@@ -155,7 +155,7 @@ def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
     for g in gens:
         network = metas[g]["best_found"] or g  # None: an older checkpoint, never merged
         key = json.dumps([network, metas[g]["evaluations"]], sort_keys=True)
-        playable = path_of(g).exists() or evaluations.has(path_of(g))
+        playable = evaluations.playable(path_of(g))
         same[g] = first.setdefault(key, g) if playable or key in first else g
     found, evaluated = snapshots.first_reaching(gens, lambda g: path_of(same[g]), evaluations, args)
 

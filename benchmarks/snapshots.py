@@ -48,13 +48,19 @@ def generations(run: Path) -> list[int]:
     return sorted(files | set(carried(run)))
 
 
+def carried_entry(snapshot: Path) -> dict | None:
+    """A snapshot's entry in its run's carried.json (see :func:`carried`), or None."""
+    if snapshot.parent.name != "snapshots":
+        return None
+    return carried(snapshot.parent.parent).get(int(snapshot.stem.removeprefix("gen_")))
+
+
 def meta(checkpoint: Path) -> dict:
     """A checkpoint's metadata (its counters and settings), read without loading it; a
     carried snapshot's from its run's carried.json."""
-    if not checkpoint.exists() and checkpoint.parent.name == "snapshots":
-        entry = carried(checkpoint.parent.parent).get(int(checkpoint.stem.removeprefix("gen_")))
-        if entry:
-            return entry["meta"]
+    entry = carried_entry(checkpoint) if not checkpoint.exists() else None
+    if entry:
+        return entry["meta"]
     with np.load(checkpoint, allow_pickle=False) as data:
         return json.loads(data["__meta__"].tobytes().decode())
 
@@ -119,10 +125,8 @@ def first_reaching(gens: list[int], path_of, evaluations, args) -> tuple[dict, d
     been evaluated}): :func:`search` with ``args.levels`` and ``args.coarse``, each
     snapshot evaluated by ``evaluations`` (an :class:`Evaluations`)."""
 
-    def lost(path: Path) -> bool:  # carried without its file or this evaluation
-        return not path.exists() and not evaluations.has(path) and path.parent.name == "snapshots"
-
-    gens = [g for g in gens if not (lost(path_of(g)) and g in carried(path_of(g).parent.parent))]
+    # a carried snapshot without its file or this evaluation cannot be played
+    gens = [g for g in gens if evaluations.playable(p := path_of(g)) or not carried_entry(p)]
     found = search(gens, lambda g: evaluations(path_of(g))["mean"], args.levels, args.coarse)
     evaluated = {g: evaluations(path) for g in gens if evaluations.has(path := path_of(g))}
     return {f"{level:g}": g for level, g in found.items()}, evaluated
@@ -141,13 +145,14 @@ class Evaluations:
 
     def carried(self, snapshot: Path) -> dict | None:
         """The evaluation :func:`carry` kept of a snapshot, or None."""
-        if snapshot.parent.name != "snapshots":
-            return None
-        entry = carried(snapshot.parent.parent).get(int(snapshot.stem.removeprefix("gen_")), {})
-        return entry.get("evaluations", {}).get(str(self.episodes))
+        return (carried_entry(snapshot) or {}).get("evaluations", {}).get(str(self.episodes))
 
     def has(self, snapshot: Path) -> bool:
         return self.key(snapshot) in self.known or self.carried(snapshot) is not None
+
+    def playable(self, snapshot: Path) -> bool:
+        """Whether ``self(snapshot)`` can answer: its file is there, or its evaluation."""
+        return snapshot.exists() or self.has(snapshot)
 
     def __call__(self, snapshot: Path) -> dict:
         key = self.key(snapshot)
