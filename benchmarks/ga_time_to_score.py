@@ -57,6 +57,7 @@ import snapshots  # noqa: E402
 
 WALKER = str(common.ROOT / "examples" / "bipedal_walker.py")
 HARDCORE = "BipedalWalkerHardcore-v3"  # the example's --hardcore, given again on resume
+MARKERS = "os^Dvp*"  # a screen's seeds, in its figures
 FIGURE = "ga_time_to_score.png"
 KEPT = common.RECORDINGS / "ga_time_to_score.json"  # what --docs kept, for figures.py
 # docs/screens.md's walker screens, kept with --json (its command is there)
@@ -240,14 +241,39 @@ def final_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def label(name: str) -> str:
-    """A run's folder name (``seed0``, ``synaptolytic-seed0``, a screen's ``NAME-seed0``) in
-    words, for a legend."""
+def setting_and_seed(name: str) -> tuple[str, str]:
+    """A run's folder name (``seed0``, ``synaptolytic-seed0``, a screen's ``NAME-seed0``) ->
+    (its setting in words, ``""`` for the default; its seed)."""
     preset, _, seed = name.rpartition("-")
-    seed = seed.removeprefix("seed")
-    if not preset:
-        return f"seed {seed}"
-    return f"{preset} preset, seed {seed}" if preset in PRESETS else f"{preset}, seed {seed}"
+    return (f"{preset} preset" if preset in PRESETS else preset), seed.removeprefix("seed")
+
+
+def label(name: str) -> str:
+    """A run's folder name in words, for a legend."""
+    setting, seed = setting_and_seed(name)
+    return f"{setting}, seed {seed}" if setting else f"seed {seed}"
+
+
+def styles(names: list[str]) -> tuple[dict[str, tuple[str, str, str | None]], dict[str, str]]:
+    """Each run's (colour, marker, name in the legend or None), and the seeds' markers to
+    explain. A screen (several settings, each run on several seeds): a colour per setting and
+    a marker per seed, each setting named once. Else a colour per run, named by itself."""
+    settings = {}
+    for name in names:
+        settings.setdefault(setting_and_seed(name)[0], []).append(name)
+    if len(settings) < 2 or any(len(runs) < 2 for runs in settings.values()):
+        return {n: (f"C{k}", "o", label(n)) for k, n in enumerate(names)}, {}
+    seeds = sorted({setting_and_seed(n)[1] for n in names}, key=int)
+    seeds = {seed: MARKERS[k % len(MARKERS)] for k, seed in enumerate(seeds)}
+    style = {}
+    for k, (setting, runs) in enumerate(settings.items()):
+        for j, name in enumerate(runs):
+            style[name] = (
+                f"C{k}",
+                seeds[setting_and_seed(name)[1]],
+                None if j else setting or "default",
+            )
+    return style, seeds
 
 
 def plot(result: dict, path: Path) -> Path:
@@ -277,10 +303,12 @@ def plot(result: dict, path: Path) -> Path:
     panels = [steps] if screen and not rate else [minutes, steps]
     fig, axes = plt.subplots(1, len(panels), figsize=(3 + 4 * len(panels), 4.5), sharey=True)
     axes = [axes] if len(panels) == 1 else list(axes)
-    for k, (name, run) in enumerate(result["runs"].items()):  # the seeds, then the presets
-        c, episodes = f"C{k}", run["episodes_per_individual"]
-        training = f"{label(name)}: each generation's best, mean of its {episodes} episodes"
-        scored = f"{label(name)}: best network, mean of {result['episodes']} new episodes"
+    style, seeds = styles(list(result["runs"]))
+    for name, run in result["runs"].items():  # the seeds, then the presets
+        c, marker, who = style[name]
+        episodes = run["episodes_per_individual"]
+        training = who and f"{who}: each generation's best, mean of its {episodes} episodes"
+        scored = who and f"{who}: best network, mean of {result['episodes']} new episodes"
         ev = sorted(
             (e for e in run["evaluations"].values() if e["found"]),
             key=lambda e: e["found"]["steps"],
@@ -290,7 +318,9 @@ def plot(result: dict, path: Path) -> Path:
             ax.plot([x(m, s) for m, s, _ in run["curve"]], [b for *_, b in run["curve"]],
                     c=c, lw=0.7, alpha=0.45, label=training if last else None)  # fmt: skip
             if all(x_found(e) is not None for e in ev):
-                snapshots.draw(ax, ev, x_found, scored if last else None, c=c)
+                snapshots.draw(ax, ev, x_found, scored if last else None, c=c, marker=marker)
+    for seed, marker in seeds.items():
+        axes[-1].plot([], [], marker, c="grey", label=f"seed {seed}")
     for ax, (xlabel, *_) in zip(axes, panels, strict=True):
         for level in result["levels"]:
             ax.axhline(level, c="grey", lw=0.6, ls=":")

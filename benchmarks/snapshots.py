@@ -253,8 +253,10 @@ def table(result: dict, columns: list[tuple[str, Callable[[dict], str]]]) -> str
     return "\n".join(lines)
 
 
-def draw(ax, evaluations: list[dict], x: Callable[[dict], float], label: str, **style) -> None:
-    """Evaluations as points with their 95% intervals, at ``x(evaluation)``."""
+def draw(
+    ax, evaluations: list[dict], x: Callable[[dict], float], label: str, marker="o", **style
+) -> None:
+    """Evaluations as points (``marker``) with their 95% intervals, at ``x(evaluation)``."""
     if not evaluations:
         return
     ms = [e["mean"] for e in evaluations]
@@ -263,7 +265,7 @@ def draw(ax, evaluations: list[dict], x: Callable[[dict], float], label: str, **
         [e["ci95"][1] - m for m, e in zip(ms, evaluations, strict=True)],
     ]
     xs = [x(e) for e in evaluations]
-    ax.errorbar(xs, ms, yerr=err, fmt="o", ms=4, capsize=2, label=label, **style)
+    ax.errorbar(xs, ms, yerr=err, fmt=marker, ms=4, capsize=2, label=label, **style)
 
 
 def carry(run: Path, dest: Path, cache: Path) -> Path:

@@ -13,6 +13,7 @@ from ga_time_to_score import (
     parse,
     plot,
     record,
+    styles,
     table,
     time_to_score,
 )
@@ -91,6 +92,20 @@ def test_run_specs_and_their_names():
             parse(bad)
     assert label("seed0") == "seed 0"
     assert label("synaptolytic-seed1") == "synaptolytic preset, seed 1"
+
+
+def test_a_screens_figure_colours_settings_and_marks_seeds():
+    runs = ["seed0", "seed1", "synaptolytic-seed0"]  # a table: a colour and a name per run
+    assert styles(runs) == ({r: (f"C{k}", "o", label(r)) for k, r in enumerate(runs)}, {})
+    runs = ["mut03-seed0", "mut03-seed2", "h16-seed0", "h16-seed2", "seed0", "seed2"]
+    style, seeds = styles(runs)
+    assert seeds == {"0": "o", "2": "s"}
+    assert style["mut03-seed0"] == ("C0", "o", "mut03") and style["mut03-seed2"] == (
+        "C0",
+        "s",
+        None,
+    )
+    assert style["h16-seed2"] == ("C1", "s", None) and style["seed0"] == ("C2", "o", "default")
 
 
 def test_a_carried_run_tables_as_before_and_resumes_playing_only_new_snapshots(tmp_path, capsys):
