@@ -12,11 +12,18 @@ pytestmark = pytest.mark.launcher
 # Trains a small PrunedGA and prints a hash of everything selection depends on.
 HASH_SCRIPT = """
 import hashlib, sys
+from dataclasses import replace
 from pgmpi import PrunedGA, mpi
-env, hidden, genome = sys.argv[1], tuple(int(h) for h in sys.argv[2].split(",")), sys.argv[3]
-ga = PrunedGA(env=env, hidden_sizes=hidden, population_size=10, episodes_per_individual=2,
-              genome=genome, elite_averaging=sys.argv[4] == "averaging", seed=9,
-              quiet=True).train(generations=3)
+from pgmpi.config import GAConfig
+env, hidden, genome = sys.argv[1], [int(h) for h in sys.argv[2].split(",")], sys.argv[3]
+small = dict(hidden_sizes=hidden, population_size=10, episodes_per_individual=2, genome=genome,
+             seed=9)
+if sys.argv[4] == "example":  # examples/bipedal_walker.py's settings, at a small size
+    sys.path.insert(0, "examples")
+    from bipedal_walker import SETTINGS as config
+else:
+    config = GAConfig(elite_averaging=sys.argv[4] == "averaging")
+ga = PrunedGA(env=env, config=replace(config, **small), quiet=True).train(generations=3)
 state = ga.optimizer.state()
 digest = hashlib.sha256(b"".join(state[k].tobytes() for k in sorted(state))).hexdigest()
 if mpi.is_root():
@@ -38,7 +45,8 @@ def _hash(proc) -> str:
         ("CartPole-v1", "4", "signed-dag", "latest"),
         ("BipedalWalker-v3", "8,8", "ones", "latest"),
         ("BipedalWalker-v3", "8,8", "signed-dag", "latest"),
-        ("BipedalWalker-v3", "8,8", "signed-dag", "averaging"),  # the walker example's
+        ("BipedalWalker-v3", "8,8", "signed-dag", "averaging"),
+        ("BipedalWalker-v3", "8,8", "signed-dag", "example"),  # its mutation rate, and the rest
     ],
 )
 def test_same_results_on_one_two_and_three_ranks(env, hidden, genome, ranking):
