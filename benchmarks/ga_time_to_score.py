@@ -263,7 +263,7 @@ def styles(names: list[str]) -> tuple[dict[str, tuple[str, str, str | None]], di
         settings.setdefault(setting_and_seed(name)[0], []).append(name)
     if len(settings) < 2 or any(len(runs) < 2 for runs in settings.values()):
         return {n: (f"C{k}", "o", label(n)) for k, n in enumerate(names)}, {}
-    seeds = sorted({setting_and_seed(n)[1] for n in names}, key=int)
+    seeds = sorted({setting_and_seed(n)[1] for n in names}, key=lambda s: (len(s), s))  # 2, 10
     seeds = {seed: MARKERS[k % len(MARKERS)] for k, seed in enumerate(seeds)}
     style = {}
     for k, (setting, runs) in enumerate(settings.items()):
