@@ -93,16 +93,17 @@ def chunk_minutes(run: Path) -> dict[int, float]:
     return out
 
 
-def search(gens: list[int], score: Callable[[int], float], levels, coarse: int) -> dict:
+def search(gens: list[int], score: Callable[[int], float], levels, coarse: int, known=()) -> dict:
     """{level: the first generation among ``gens`` whose evaluated ``score`` reaches the
-    level, or None}: ``score`` is called on every ``coarse``-th generation and the last, then
-    by bisection between the last coarse one below each level and the first at or above it
-    (``score`` should be cached: the bisections of several levels meet). The scores are
-    noisy, not monotone: a snapshot the bisection skips may reach a level earlier."""
+    level, or None}: ``score`` is called on the generations ``known`` (already evaluated,
+    so free), every ``coarse``-th generation and the last, then by bisection between the
+    last one seen below each level and the first at or above it (``score`` should be
+    cached: the bisections of several levels meet). The scores are noisy, not monotone: a
+    snapshot nobody evaluated may reach a level earlier, but none evaluated does."""
     if not gens:
         return {level: None for level in levels}
-    seen = {}
-    for i in sorted({*range(0, len(gens), coarse), len(gens) - 1}):
+    seen, at = {}, {g: i for i, g in enumerate(gens)}
+    for i in sorted({*(at[g] for g in known), *range(0, len(gens), coarse), len(gens) - 1}):
         seen[i] = score(gens[i])
     for level in levels:
         above = [i for i in sorted(seen) if seen[i] >= level]
@@ -123,11 +124,17 @@ def first_reaching(gens: list[int], path_of, evaluations, args) -> tuple[dict, d
     """({level as ``f"{level:g}"``: the first of ``gens`` to reach it, or None}, {generation:
     its evaluation, for every one of ``gens`` whose snapshot ``path_of(generation)`` has
     been evaluated}): :func:`search` with ``args.levels`` and ``args.coarse``, each
-    snapshot evaluated by ``evaluations`` (an :class:`Evaluations`)."""
+    snapshot evaluated by ``evaluations`` (an :class:`Evaluations`), those it has evaluated
+    already all counted: a run reads the same after a carry, or after more snapshots."""
 
     # a carried snapshot without its file or this evaluation cannot be played
     gens = [g for g in gens if evaluations.playable(p := path_of(g)) or not carried_entry(p)]
-    found = search(gens, lambda g: evaluations(path_of(g))["mean"], args.levels, args.coarse)
+
+    def mean(g: int) -> float:
+        return evaluations(path_of(g))["mean"]
+
+    known = [g for g in gens if evaluations.has(path_of(g))]  # earlier calls', a carry's
+    found = search(gens, mean, args.levels, args.coarse, known)
     evaluated = {g: evaluations(path) for g in gens if evaluations.has(path := path_of(g))}
     return {f"{level:g}": g for level, g in found.items()}, evaluated
 

@@ -71,3 +71,23 @@ def test_table_has_a_row_per_run_and_level():
     assert lines[1] == "|---|---|---|---|"
     assert lines[2] == "| seed0 | +0 | 4 | +101.2 [+90.0, +112.5] |"
     assert lines[3] == "| seed0 | +300 | not reached in 9 generations | |"
+
+
+def test_evaluations_made_before_count_where_the_grid_would_skip_them(tmp_path):
+    # a dip: only snapshot 2 of 6 reaches 0 before snapshot 6; coarse=5 asks 1 and 6 only
+    gens, means = [1, 2, 3, 4, 5, 6], {1: -50.0, 2: 10.0, 3: -40.0, 4: -40.0, 5: -40.0, 6: 50.0}
+    assert search(gens, means.get, (0,), coarse=5) == {0: 6}
+    assert search(gens, means.get, (0,), coarse=5, known=[2]) == {0: 2}
+
+    def play(snapshot):
+        m = means[int(snapshot.stem.removeprefix("gen_"))]
+        return dict(mean=m, ci95=[m - 5, m + 5], episodes=7)
+
+    def path_of(g):
+        return tmp_path / "snapshots" / f"gen_{g:05d}.npz"
+
+    evaluations = Evaluations(tmp_path / "cache.json", play, 7)
+    evaluations(path_of(2))  # an earlier call's (a screen's, or one a carry kept)
+    args = argparse.Namespace(levels=[0], coarse=5)
+    found, evaluated = first_reaching(gens, path_of, evaluations, args)
+    assert found == {"0": 2} and sorted(evaluated) == [1, 2, 6] and evaluations.new == 3
