@@ -1,18 +1,26 @@
-"""Branch a ParallelPG run: a copy of its log dir whose checkpoint goes on with other learning
-settings, so that screens of a late phase start from one shared point instead of from scratch.
+"""Branch a ParallelPG or PrunedGA run: a copy of its log dir whose checkpoint goes on with other
+learning settings, so that screens of a late phase start from one shared point instead of from
+scratch.
 
     python benchmarks/branch.py runs/sweep/snap/ent3-2-u370 runs/sweep/fast-sticky-ent3-decay3-2 \\
         decay_from=3000000 lr_decay_steps=3000000
     python benchmarks/seed_sweep.py --run 2 --budget 10e6 --tag=-ent3-decay3   # resumes it
+    python benchmarks/branch.py benchmarks/recordings/ga-tts/seed0 runs/ga-late/rate0.01-seed0 \\
+        mutation_rate=0.01
+    python examples/bipedal_walker.py --log-dir runs/ga-late/rate0.01-seed0 --resume \\
+        --generations 196
 
-The copy keeps the run's parameters, optimizer state, running average, games in progress and
-counters, and its progress.csv up to the checkpoint's update; only the settings named change
+The copy keeps the run's learning state (a policy's parameters, optimizer state, running
+average and games in progress; a population and its fitness history) and counters, and its
+progress.csv up to the checkpoint's update or generation; only the settings named change
 (``NAME=VALUE``, the value read as JSON: ``null`` for None), and only those that leave the
-state's shapes and the games as they are (``BRANCHABLE``). The checkpoint and config.json say
-the new values, so a resume (``examples/pong.py --resume``, or seed_sweep.py, which resumes a
-run it finds) plays on with them: up to the checkpoint the branch is its parent, bit for bit,
-and two branches of one parent differ only by what changed. Settings already resolved in the
-parent stay resolved (the sticky entropy schedule's 0.03 and 0.01, say).
+state's shapes and the games as they are (``BRANCHABLE``, per algorithm). The checkpoint and
+config.json say the new values, so a resume (``examples/pong.py --resume`` or
+``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it finds)
+plays on with them: up to the checkpoint the branch is its parent, bit for bit, and two
+branches of one parent differ only by what changed (a PrunedGA branch: from the next
+generation's children on). Settings already resolved in the parent stay resolved (the
+sticky entropy schedule's 0.03 and 0.01, say).
 """
 
 from __future__ import annotations
@@ -27,26 +35,33 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pgmpi import checkpoint  # noqa: E402
-from pgmpi.config import PGConfig  # noqa: E402
+from pgmpi.config import GAConfig, PGConfig  # noqa: E402
 
-BRANCHABLE = (  # what a run may change midway: schedules and weights, not shapes or games
-    "learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus", "entropy_final",
-    "entropy_steps", "value_lr_scale", "gae_lambda", "epochs", "clip", "gamma",
-)  # fmt: skip
+BRANCHABLE = {  # what a run may change midway: schedules and weights, not shapes or games
+    "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
+                   "entropy_final", "entropy_steps", "value_lr_scale", "gae_lambda", "epochs",
+                   "clip", "gamma"),
+    "PrunedGA": ("mutation_rate", "restore_rate"),  # the next generation's children on
+}  # fmt: skip
+CONFIGS = {"ParallelPG": (PGConfig, "update"), "PrunedGA": (GAConfig, "generation")}
 
 
 def branch(parent: Path, child: Path, changes: dict) -> Path:
     """Write the branch of the run in ``parent`` with ``changes`` to ``child`` (a new folder,
     written whole or not at all); raises ValueError, with nothing written, on a setting that
     may not change or a bad value."""
-    cannot = sorted(set(changes) - set(BRANCHABLE))
+    algorithm = checkpoint.algorithm_of(parent / "checkpoint.npz")
+    if algorithm not in BRANCHABLE:
+        raise ValueError(f"{parent}: a {algorithm} run; branch.py branches {', '.join(BRANCHABLE)}")
+    may, (settings, unit) = BRANCHABLE[algorithm], CONFIGS[algorithm]
+    cannot = sorted(set(changes) - set(may))
     if cannot:
-        raise ValueError(f"cannot branch on {cannot}; a branch may change {', '.join(BRANCHABLE)}")
+        raise ValueError(f"cannot branch on {cannot}; a branch may change {', '.join(may)}")
     if child.exists():
         raise ValueError(f"{child} exists")
-    arrays, meta = checkpoint.load(parent / "checkpoint.npz", "ParallelPG")
+    arrays, meta = checkpoint.load(parent / "checkpoint.npz", algorithm)
     meta["config"] = config = dict(meta["config"], **changes)
-    problem = PGConfig(**{k: v for k, v in config.items() if k != "env"}).check()
+    problem = settings(**{k: v for k, v in config.items() if k != "env"}).check()
     if problem:
         raise ValueError(problem)
     tmp = child.with_name(f".{child.name}.tmp-{os.getpid()}")
@@ -56,8 +71,8 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         with open(parent / "progress.csv", newline="") as f:  # the rows the checkpoint holds
             rows = list(csv.reader(f))
-        u = rows[0].index("update")
-        kept = [rows[0], *(r for r in rows[1:] if int(r[u]) <= meta["update"])]
+        u = rows[0].index(unit)
+        kept = [rows[0], *(r for r in rows[1:] if int(r[u]) <= meta[unit])]
         with open(tmp / "progress.csv", "w", newline="") as f:
             csv.writer(f).writerows(kept)
         tmp.rename(child)

@@ -1,5 +1,6 @@
 """Tier 1: benchmarks/branch.py, a run's copy that goes on with other learning settings: it is
-its parent up to the checkpoint, changes only what it names, and refuses what may not change."""
+its parent up to the checkpoint, changes only what it names, and refuses what may not change;
+a ParallelPG run's and a PrunedGA run's."""
 
 import csv
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgmpi import ParallelPG
+from pgmpi import ParallelPG, PrunedGA
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from branch import branch  # noqa: E402
@@ -58,3 +59,26 @@ def test_a_setting_that_may_not_change_or_a_bad_value_writes_nothing(tmp_path, c
     with pytest.raises(ValueError, match=message):
         branch(run, tmp_path / "child", changes)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["parent"]
+
+
+def test_a_pruned_ga_branch_takes_its_new_mutation_rate_from_the_next_generation_on(tmp_path):
+    kw = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=12, episodes_per_individual=2,
+              mutation_rate=0.2, seed=3, quiet=True)  # fmt: skip
+    run = tmp_path / "parent"
+    PrunedGA(log_dir=run, **kw).train(generations=2, checkpoint_path=run / "checkpoint.npz")
+    whole = PrunedGA(**kw).train(generations=4)
+    same = branch(run, tmp_path / "same", {"mutation_rate": 0.2})
+    other = branch(run, tmp_path / "other", {"mutation_rate": 0.02})
+    rows = list(csv.DictReader(open(other / "progress.csv")))
+    assert [r["generation"] for r in rows] == ["0", "1"]
+    a = PrunedGA.load(same / "checkpoint.npz", quiet=True, log_dir=same)
+    b = PrunedGA.load(other / "checkpoint.npz", quiet=True, log_dir=other)
+    np.testing.assert_array_equal(a.optimizer.population, b.optimizer.population)
+    assert b.config["mutation_rate"] == 0.02
+    assert json.loads((other / "config.json").read_text())["mutation_rate"] == 0.02
+    a.train(generations=4), b.train(generations=4)
+    np.testing.assert_array_equal(a.optimizer.population, whole.optimizer.population)
+    assert b.optimizer.mutation_rate == 0.02
+    assert not np.array_equal(b.optimizer.population, whole.optimizer.population)
+    with pytest.raises(ValueError, match="cannot branch on \\['population_size'\\]"):
+        branch(run, tmp_path / "bigger", {"population_size": 24})
