@@ -14,8 +14,9 @@ The copy keeps the run's learning state (a policy's parameters, optimizer state,
 average and games in progress; a population and its fitness history) and counters, and its
 progress.csv up to the checkpoint's update or generation; only the settings named change
 (``NAME=VALUE``, the value read as JSON: ``null`` for None), and only those that leave the
-state's shapes and the games as they are (``BRANCHABLE``, per algorithm). The checkpoint and
-config.json say the new values, so a resume (``examples/pong.py --resume`` or
+state's shapes and the games in progress as they are (``BRANCHABLE``, per algorithm; a
+PrunedGA branch may also change how long its episodes play, evaluations' included). The
+checkpoint and config.json say the new values, so a resume (``examples/pong.py --resume`` or
 ``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it finds)
 plays on with them: up to the checkpoint the branch is its parent, bit for bit, and two
 branches of one parent differ only by what changed (a PrunedGA branch: from the next
@@ -37,11 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pgmpi import checkpoint  # noqa: E402
 from pgmpi.config import GAConfig, PGConfig  # noqa: E402
 
-BRANCHABLE = {  # what a run may change midway: schedules and weights, not shapes or games
+BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA, whose episodes
+    # are new each generation) the length of its episodes; not shapes or games in progress
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
                    "entropy_final", "entropy_steps", "value_lr_scale", "gae_lambda", "epochs",
                    "clip", "gamma"),
-    "PrunedGA": ("mutation_rate", "restore_rate"),  # the next generation's children on
+    "PrunedGA": ("mutation_rate", "restore_rate",  # the next generation's children on
+                 "max_episode_steps", "stall_steps"),  # the next generation's episodes on
 }  # fmt: skip
 CONFIGS = {"ParallelPG": (PGConfig, "update"), "PrunedGA": (GAConfig, "generation")}
 

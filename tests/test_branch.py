@@ -80,5 +80,11 @@ def test_a_pruned_ga_branch_takes_its_new_mutation_rate_from_the_next_generation
     np.testing.assert_array_equal(a.optimizer.population, whole.optimizer.population)
     assert b.optimizer.mutation_rate == 0.02
     assert not np.array_equal(b.optimizer.population, whole.optimizer.population)
+    short = branch(run, tmp_path / "short", {"max_episode_steps": 5})  # episodes end at 5 steps
+    c = PrunedGA.load(short / "checkpoint.npz", quiet=True, log_dir=short)
+    before = c.steps
+    c.train(generations=4)
+    assert c.steps - before == 2 * 12 * 2 * 5  # 2 generations of 12 x 2 episodes, 5 steps each
+    assert whole.steps - before > c.steps - before
     with pytest.raises(ValueError, match="cannot branch on \\['population_size'\\]"):
         branch(run, tmp_path / "bigger", {"population_size": 24})
