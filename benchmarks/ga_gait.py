@@ -1,0 +1,85 @@
+"""Where a walker's return goes: each PrunedGA run's best network on its BipedalWalker env,
+its return split into the ground it covers and the torque it spends.
+
+    python benchmarks/ga_gait.py benchmarks/recordings/ga-tts/seed0 runs/ga-late/rate0.03-seed1
+
+BipedalWalker pays 130 / SCALE (4.33) per unit the hull moves forward, charges 0.00035 x 80
+(0.028) per step for each motor's |action|, ends an episode at 1,600 steps (Hardcore 2,000),
+at the course's end, or at a fall, which costs 100. So a walker that reaches the end earns
++364 for the ground (84 units) and keeps what its torque leaves: +300 needs a torque cost
+under about 64, however fast it walks. Each network plays the same ``--episodes`` episodes (env
+seeds 10,000 on), in one process (no MPI run; 20 take about a minute). Prints a table and
+writes benchmarks/results/ga_gait.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import common
+import gymnasium as gym
+import numpy as np
+from gymnasium.envs.box2d import bipedal_walker as bw
+
+from pgmpi import PrunedGA
+
+TORQUE = 0.00035 * bw.MOTORS_TORQUE  # the env's cost per step of each motor's |action|
+FORWARD = 130 / bw.SCALE  # the env's reward per unit the hull moves forward
+END = (bw.TERRAIN_LENGTH - bw.TERRAIN_GRASS) * bw.TERRAIN_STEP  # past this, an episode ends
+FIRST_SEED = 10_000
+
+
+def gait(run: Path, episodes: int) -> dict:
+    """The best network of ``run`` over ``episodes`` episodes: means and per-episode rows."""
+    agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
+    env = gym.make(agent.config["env"])
+    rows = []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=FIRST_SEED + i)
+        x0, total, torque, steps, effort = env.unwrapped.hull.position[0], 0.0, 0.0, 0, 0.0
+        done = False
+        while not done:
+            action = agent.act(obs)
+            cost = np.clip(np.abs(action), 0, 1)
+            torque, effort = torque + TORQUE * cost.sum(), effort + cost
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total, steps, done = total + reward, steps + 1, terminated or truncated
+        x = env.unwrapped.hull.position[0]
+        rows.append(dict(ret=float(total), steps=steps, forward=FORWARD * (x - x0),
+                         torque=float(torque), end=bool(x > END),
+                         fell=bool(env.unwrapped.game_over),
+                         effort=(effort / steps).tolist()))  # fmt: skip
+    env.close()
+    mean = lambda k: float(np.mean([r[k] for r in rows]))  # noqa: E731
+    reached = [r["steps"] for r in rows if r["end"]]
+    return dict(run=str(run), env=agent.config["env"], episodes=episodes, mean_return=mean("ret"),
+                forward=mean("forward"), torque=mean("torque"), rest=mean("ret") - mean("forward")
+                + mean("torque"), reached_end=len(reached), fell=sum(r["fell"] for r in rows),
+                steps_to_end=float(np.median(reached)) if reached else None,
+                above_300=sum(bool(r["ret"] > 300) for r in rows),
+                effort=np.mean([r["effort"] for r in rows], axis=0).round(3).tolist(),
+                rows=rows)  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", type=Path, help="PrunedGA log dirs (their checkpoint.npz)")
+    p.add_argument("--episodes", type=int, default=20, help="episodes per network (20)")
+    args = p.parse_args()
+    print("| run | return | ground | torque | falls and tilt | at the end (median steps) "
+          "| mean abs(action) per motor |\n" + "|---" * 7 + "|")  # fmt: skip
+    result = dict(first_seed=FIRST_SEED, machine=common.machine(), runs=[])
+    for run in args.runs:
+        g = gait(run, args.episodes)
+        result["runs"].append(g)
+        end = f"{g['reached_end']} of {g['episodes']}" + (
+            f" ({g['steps_to_end']:.0f})" if g["reached_end"] else "")  # fmt: skip
+        print(f"| {run} | {g['mean_return']:+.1f} | {g['forward']:+.1f} | -{g['torque']:.1f} | "
+              f"{g['rest']:+.1f} | {end} | {' '.join(f'{e:.2f}' for e in g['effort'])} |",
+              flush=True)  # fmt: skip
+    print(f"wrote {common.write('ga_gait', result)}")
+
+
+if __name__ == "__main__":
+    main()
