@@ -178,7 +178,10 @@ def time_to_score(run: Path, evaluations: snapshots.Evaluations, args) -> dict:
             ci95=e["ci95"],
         )
 
-    rows, last = progress(run), gens[-1] if gens else None
+    # the last snapshot that can be played: a carried one without its file or an evaluation
+    # (a cut by --env-steps between two kept ones) cannot
+    last = max((g for g in gens if g in evaluated), default=None)
+    rows = progress(run)
     config = json.loads((run / "config.json").read_text())
     wall = snapshots.chunk_minutes(run) if (run / "chunks.log").exists() else {}
     final = None

@@ -128,6 +128,12 @@ def test_a_carried_run_tables_as_before_and_resumes_playing_only_new_snapshots(t
     # the copy, on a new cache: the same result, nothing played again
     copy = Evaluations(tmp_path / "new-cache.json", play, 5)
     assert time_to_score(dest, copy, args) == out and len(played) == n
+    # cut at a snapshot carried without its file or an evaluation: the last one played ends it
+    cut = max(g for g in range(1, 6) if str(g) not in out["evaluations"])
+    before = max(int(g) for g in out["evaluations"] if int(g) < cut)
+    steps = carried(dest)[cut]["meta"]["steps"]
+    at_cut = time_to_score(dest, copy, argparse.Namespace(**{**vars(args), "env_steps": steps}))
+    assert at_cut["final"]["snapshot"] == before and len(played) == n
     # it resumes from its checkpoint; only a new network is played: snapshot 7 keeps the
     # best of 6 (carried, with its evaluation), 8 has a new one
     _run(dest, seed=2, chunks=[7, 8], fresh=False)
