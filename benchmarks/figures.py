@@ -24,7 +24,8 @@ figures docs/benchmarks.md and the tutorial show):
   100-episode mean and the training curve) that ``benchmarks/ga_time_to_score.py --docs``
   kept in benchmarks/recordings/ga_time_to_score.json, and ``ga_screens.png``: the walker
   screens of docs/screens.md, kept in benchmarks/recordings/ga_screens.json, and
-  ``ga_screens_rate.png``, its mutation-rate and width screens (ga_screens_rate.json);
+  ``ga_screens_rate.png``, its mutation-rate and width screens (ga_screens_rate.json), and
+  ``ga_hardcore.png``, the BipedalWalkerHardcore-v3 hour (ga_hardcore.json);
 * ``seed_sweep.png``: the Pong seeds' curves that ``benchmarks/seed_sweep.py --docs`` kept
   in benchmarks/recordings/seed_sweep.json, and ``seed_diagnostics.png``: their diagnostics,
   kept by ``seed_sweep.py --diagnose --docs`` in benchmarks/recordings/seed_diagnostics.json;

@@ -63,6 +63,7 @@ KEPT = common.RECORDINGS / "ga_time_to_score.json"  # what --docs kept, for figu
 # docs/screens.md's walker screens, kept with --json (its command is there)
 SCREENS_KEPT = common.RECORDINGS / "ga_screens.json"
 RATE_KEPT = common.RECORDINGS / "ga_screens_rate.json"  # and its mutation-rate and width screen
+HARDCORE_KEPT = common.RECORDINGS / "ga_hardcore.json"  # and the Hardcore hour (its --json)
 CURVE_POINTS = 400  # each run's training curve kept, thinned to about this many points
 PRESETS = ("synaptolytic",)  # examples/bipedal_walker.py --preset
 
@@ -341,9 +342,11 @@ def plot(result: dict, path: Path) -> Path:
 
 
 def draw_kept(out_dir: Path) -> list[Path]:
-    """``ga_time_to_score.png``, ``ga_screens.png`` and ``ga_screens_rate.png`` in ``out_dir``
-    from the results kept (``--docs``; the screens' ``--json``), those that exist."""
-    kept = ((KEPT, FIGURE), (SCREENS_KEPT, "ga_screens.png"), (RATE_KEPT, "ga_screens_rate.png"))
+    """``ga_time_to_score.png``, ``ga_screens.png``, ``ga_screens_rate.png`` and
+    ``ga_hardcore.png`` in ``out_dir`` from the results kept (``--docs``; the screens' and
+    Hardcore's ``--json``), those that exist."""
+    kept = ((KEPT, FIGURE), (SCREENS_KEPT, "ga_screens.png"), (RATE_KEPT, "ga_screens_rate.png"),
+            (HARDCORE_KEPT, "ga_hardcore.png"))  # fmt: skip
     return [plot(json.loads(k.read_text()), out_dir / png) for k, png in kept if k.exists()]
 
 
