@@ -16,7 +16,7 @@ import time
 import pytest
 
 from pgmpi import checkpoint
-from tests.helpers.launch import rank_pids, started_mpi, wait_for
+from tests.helpers.launch import is_open_mpi, mpirun, rank_pids, started_mpi, wait_for
 
 pytestmark = pytest.mark.launcher
 
@@ -55,3 +55,19 @@ def test_a_signal_after_train_returns_exits_128_plus_it(tmp_path):
     assert job.returncode == 143, err[-3000:]
     assert "stopped by SIGTERM (exit status 143)" in err, err
     assert "BAD TERMINATION" not in err and "Traceback" not in err, err
+
+
+def test_a_root_stopped_inside_a_collective_ends_the_ranks_waiting_in_its_mpi_call(tmp_path):
+    """Rank 1 is inside the MPI call of a sum when the root is stopped, between that sum's
+    barrier and its MPI call: no Python runs on rank 1 to act on anything, so the root ends
+    the job with MPI_Abort rather than relying on the launcher to end the others when it
+    exits. Here the launcher is told not to (as srun without --kill-on-bad-exit never does,
+    and MPICH's mpirun now and then did not, leaving rank 1 waiting forever)."""
+    if is_open_mpi(mpirun()):
+        pytest.skip("-disable-auto-cleanup is MPICH's mpirun option")
+    args = ["tests/scripts/stop_in_collective.py", "--dir", str(tmp_path)]
+    with started_mpi(2, args, options=("-disable-auto-cleanup",)) as job:
+        out, err = job.communicate(timeout=120)
+    assert job.returncode == 143, err[-3000:]
+    assert "pgmpi: stopped by SIGTERM (exit status 143)" in err, err
+    assert "the sum returned" not in out and "Traceback" not in err, out + err

@@ -68,6 +68,7 @@ def init() -> Watchdog:
 def _at_exit() -> None:
     """Tell the root this rank reached the end of its script (the watchdog's close), then
     free what :data:`comm.exit_hooks` holds, last made first."""
+    comm.inside = True  # to the end: the others may wait in the MPI calls that follow
     comm.watch.close()
     while comm.exit_hooks:
         comm.exit_hooks.pop()()

@@ -33,6 +33,12 @@ on_first_collective = None  # pgmpi.mpi.init, handed down by the package (no upw
 # told the root that this rank reached the end of its script: freed before that, a rank at
 # exit would wait in MPI_Win_free unnamed while the root waits in a save it alone called.
 exit_hooks: list = []
+# Whether this rank is between a collective's barrier and its end, or in the collective MPI
+# calls of the exit: the other ranks may then be inside an MPI call that waits for this one,
+# where no Python runs, so only MPI_Abort ends them if this rank is stopped
+# (pgmpi.mpi.failure). A launcher does not always end the others when one rank exits: srun
+# without --kill-on-bad-exit never does, and MPICH's mpirun now and then does not.
+inside = False
 
 
 class CollectiveError(Exception):
@@ -159,11 +165,13 @@ def _arrive(meanwhile=None) -> None:
     here, and says whether it did anything (else the rank sleeps as without it): work to do
     while waiting, in small pieces, for the barrier is tested between them.
     """
+    global inside
     if _COMM.Get_size() == 1:
         return
     if watch is None:  # the first collective of a script that made no agent
         on_first_collective()
     watch.enter(sites.call_site())
+    inside = True  # from here a rank that has seen the barrier complete may be in MPI
     request = _COMM.Ibarrier()
     polls = 0
     while not request.Test():
@@ -177,6 +185,8 @@ def _arrive(meanwhile=None) -> None:
 
 def _left() -> None:
     """The collective that followed :func:`_arrive` has returned: stop its clock."""
+    global inside
+    inside = False
     if _COMM.Get_size() > 1:
         watch.leave()
 

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from pgmpi.mpi import comm
 from pgmpi.mpi.comm import (
     CollectiveError,
     abort,
@@ -60,9 +61,11 @@ def _stop_at_once(signum: int, why: str) -> None:
     """End the job now with status 128 + ``signum`` (Ctrl-C: KeyboardInterrupt, 130), saying
     ``why`` once. With several ranks, the root says it and exits, and the launcher ends the
     others; a rank the launcher has not ended a second later (the root got no signal, or a
-    launcher that lets the other ranks run on) ends the job with ``MPI_Abort``. Never
-    SystemExit on each rank: ranks leaving their scripts at different points look to the
-    watchdog like a collective called on some ranks only."""
+    launcher that lets the other ranks run on) ends the job with ``MPI_Abort``. A root
+    inside a collective (:data:`pgmpi.mpi.comm.inside`) ends it with ``MPI_Abort`` too: the
+    others may be waiting for it inside an MPI call, where their own handlers never run.
+    Never SystemExit on each rank: ranks leaving their scripts at different points look to
+    the watchdog like a collective called on some ranks only."""
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     if size() == 1:
@@ -72,6 +75,8 @@ def _stop_at_once(signum: int, why: str) -> None:
     who = "" if is_root() else f"[rank {rank()}] "
     if is_root():
         os.write(2, f"pgmpi: {why} (exit status {code})\n".encode())
+        if comm.inside:
+            abort(code)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -35,8 +35,10 @@ def is_open_mpi(launcher: str) -> bool:
     return "open mpi" in (out.stdout + out.stderr).lower()
 
 
-def mpi_command(n: int, args: list[str], env: dict | None = None) -> tuple[list[str], dict]:
-    """The command line and environment of ``mpirun -n n python ARGS``.
+def mpi_command(
+    n: int, args: list[str], env: dict | None = None, options: tuple[str, ...] = ()
+) -> tuple[list[str], dict]:
+    """The command line and environment of ``mpirun OPTIONS -n n python ARGS``.
 
     Open MPI's mpirun refuses to run as root (CI containers are root) unless told twice, and
     refuses more ranks than cores (the tests start up to 8 on 2 cores) without
@@ -51,7 +53,7 @@ def mpi_command(n: int, args: list[str], env: dict | None = None) -> tuple[list[
         **(env or {}),
     )
     extra = ["--oversubscribe"] if is_open_mpi(launcher) else []
-    return [launcher, *extra, "-n", str(n), sys.executable, *args], full_env
+    return [launcher, *extra, *options, "-n", str(n), sys.executable, *args], full_env
 
 
 def run_mpi(
@@ -78,9 +80,10 @@ def run_mpi(
 
 
 @contextmanager
-def started_mpi(n: int, args: list[str], cwd: Path | str = ROOT):
-    """``mpirun -n n python ARGS`` running in the background (text pipes); killed on exit."""
-    cmd, env = mpi_command(n, args)
+def started_mpi(n: int, args: list[str], cwd: Path | str = ROOT, options: tuple[str, ...] = ()):
+    """``mpirun OPTIONS -n n python ARGS`` running in the background (text pipes); killed on
+    exit."""
+    cmd, env = mpi_command(n, args, options=options)
     job = subprocess.Popen(
         cmd,
         cwd=cwd,
