@@ -28,7 +28,7 @@ def stop_once_rank_1_is_inside() -> bool:
     if marker.exists():
         time.sleep(0.5)  # rank 1 passed the barrier the root already entered: it is in MPI
         os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(60)  # the handler runs at once; this is never reached
+        time.sleep(60)  # the handler ends the job during this sleep
     return False
 
 
