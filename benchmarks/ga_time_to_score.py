@@ -99,7 +99,8 @@ def train(name: str, preset: str | None, seed: int, args, extra: list[str]) -> N
     while True:
         m = snapshots.meta(checkpoint) if checkpoint.exists() else None
         done, seconds = (m["generation"], m["train_seconds"]) if m else (0, 0.0)
-        if m and not snapshots.snapshot_path(run, done).exists():  # stopped before the copy
+        if m and not snapshots.snapshot_path(run, done).exists():  # stopped before the copy,
+            snapshots.snapshot_path(run, done).parent.mkdir(exist_ok=True)  # or a branch
             shutil.copy(checkpoint, snapshots.snapshot_path(run, done))
         left = args.minutes - seconds / 60
         if left <= 0 or (args.generations and done >= args.generations):
