@@ -1,8 +1,9 @@
 """Tier 3: benchmarks/ga_time_to_score.py end to end on a tiny walker: trained in 2 chunks
 on 2 ranks with mpirun, a snapshot after each, each network evaluated under mpirun, the
 tables and the figure; called again, it trains and plays nothing; with a larger
---generations, it resumes the run for one more chunk; a time limit ends a run within a
-chunk; a --hardcore run resumes on its env; --also tables an earlier result's run beside."""
+--generations, it resumes the run for one more chunk, and a branch of it goes on; a time
+limit ends a run within a chunk; a --hardcore run resumes on its env; --also tables an
+earlier result's run beside."""
 
 import json
 import subprocess
@@ -56,6 +57,14 @@ def test_the_benchmark_trains_in_chunks_evaluates_each_network_once_and_goes_on(
     assert "training seed3 to generation 3" in out
     assert (run / "snapshots" / "gen_00003.npz").exists()
     assert len((run / "progress.csv").read_text().splitlines()) == 1 + 3
+    # a branch of it (benchmarks/branch.py, no snapshots folder yet) goes on in the same way
+    branch = [sys.executable, "benchmarks/branch.py", str(run), str(runs / "seed7")]
+    subprocess.run([*branch, "max_episode_steps=50"], cwd=ROOT, check=True, timeout=60)
+    assert "training seed7 to generation 4" in bench(4, 7)
+    assert sorted(p.name for p in (runs / "seed7" / "snapshots").iterdir()) == [
+        "gen_00003.npz",
+        "gen_00004.npz",
+    ]
     # a time limit ends a run at the end of the generation under way, even within a chunk
     bench(5, 4, "--every", "3", "--minutes", "0.0001")
     assert [p.name for p in (runs / "seed4" / "snapshots").iterdir()] == ["gen_00001.npz"]
