@@ -23,11 +23,16 @@ DOCS_FIGURES = ROOT / "docs" / "figures"
 RECORDINGS = ROOT / "benchmarks" / "recordings"
 
 
+def example(name: str):
+    """examples/NAME.py as a module, for the names it defines (its env ids, its settings)."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    return importlib.import_module(name)
+
+
 def example_settings(name: str):
     """(ENV, SETTINGS) of examples/NAME.py: the env and settings its run uses by default."""
-    sys.path.insert(0, str(ROOT / "examples"))
-    example = importlib.import_module(name)
-    return example.ENV, example.SETTINGS
+    module = example(name)
+    return module.ENV, module.SETTINGS
 
 
 def add_figure_flags(parser, name: str) -> None:

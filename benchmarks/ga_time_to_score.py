@@ -56,7 +56,7 @@ import common  # noqa: E402
 import snapshots  # noqa: E402
 
 WALKER = str(common.ROOT / "examples" / "bipedal_walker.py")
-HARDCORE = "BipedalWalkerHardcore-v3"  # the example's --hardcore, given again on resume
+HARDCORE = common.example("bipedal_walker").HARDCORE  # its --hardcore, given again on resume
 MARKERS = "os^Dvp*"  # a screen's seeds, in its figures
 FIGURE = "ga_time_to_score.png"
 KEPT = common.RECORDINGS / "ga_time_to_score.json"  # what --docs kept, for figures.py
