@@ -53,7 +53,8 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
     """Write the branch of the run in ``parent`` with ``changes`` to ``child`` (a new folder,
     written whole or not at all); raises ValueError, with nothing written, on a setting that
     may not change or a bad value."""
-    algorithm = checkpoint.algorithm_of(parent / "checkpoint.npz")
+    arrays, meta = checkpoint.read(parent / "checkpoint.npz")
+    algorithm = str(meta.get("algorithm"))
     if algorithm not in BRANCHABLE:
         raise ValueError(f"{parent}: a {algorithm} run; branch.py branches {', '.join(BRANCHABLE)}")
     may, (settings, unit) = BRANCHABLE[algorithm], CONFIGS[algorithm]
@@ -62,7 +63,6 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
         raise ValueError(f"cannot branch on {cannot}; a branch may change {', '.join(may)}")
     if child.exists():
         raise ValueError(f"{child} exists")
-    arrays, meta = checkpoint.load(parent / "checkpoint.npz", algorithm)
     meta["config"] = config = dict(meta["config"], **changes)
     problem = settings(**{k: v for k, v in config.items() if k != "env"}).check()
     if problem:

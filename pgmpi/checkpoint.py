@@ -192,14 +192,14 @@ def _read(path: Path, algorithm: str | None) -> tuple[dict, dict]:
     return arrays, meta
 
 
-def algorithm_of(path: str | os.PathLike) -> str:
-    """The algorithm that wrote checkpoint ``path``, read by this process alone (no
-    collective). Raises ValueError naming the file and what is wrong with it."""
+def read(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict]:
+    """Checkpoint ``path``'s arrays and metadata (its ``"algorithm"`` says who wrote it), read
+    by this process alone (no collective). Raises ValueError naming the file and what is
+    wrong with it."""
     try:
-        _, meta = _read(Path(path), None)
+        return _read(Path(path), None)
     except ValueError as e:
         raise ValueError(f"cannot load checkpoint {str(path)!r}: {e}") from None
-    return str(meta.get("algorithm"))
 
 
 def load(path: str | os.PathLike, algorithm: str) -> tuple[dict[str, np.ndarray], dict]:

@@ -54,7 +54,7 @@ def load(path: Path):
     """(agent, algorithm name) from ``path``; ValueError naming what is wrong otherwise."""
     from pgmpi import ParallelES, ParallelPG, PrunedGA
 
-    algorithm = checkpoint.algorithm_of(path)
+    algorithm = str(checkpoint.read(path)[1].get("algorithm"))
     if algorithm not in ALGORITHMS:
         raise ValueError(
             f"checkpoint {str(path)!r} was written by {algorithm!r}, not {', '.join(ALGORITHMS)}"
