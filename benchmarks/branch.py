@@ -36,13 +36,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pgmpi import checkpoint  # noqa: E402
-from pgmpi.config import GAConfig, PGConfig  # noqa: E402
+from pgmpi.config import GAConfig, PGConfig, without_retired  # noqa: E402
 
 BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA, whose episodes
     # are new each generation) the length of its episodes; not shapes or games in progress
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
-                   "entropy_final", "entropy_steps", "value_lr_scale", "gae_lambda", "epochs",
-                   "clip", "gamma"),
+                   "entropy_final", "entropy_steps", "gamma"),
     "PrunedGA": ("mutation_rate", "restore_rate",  # the next generation's children on
                  "max_episode_steps", "stall_steps"),  # the next generation's episodes on
 }  # fmt: skip
@@ -63,7 +62,10 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
         raise ValueError(f"cannot branch on {cannot}; a branch may change {', '.join(may)}")
     if child.exists():
         raise ValueError(f"{child} exists")
-    meta["config"] = config = dict(meta["config"], **changes)
+    config, gone = without_retired(meta["config"])  # a setting since removed: at today's value
+    if gone:
+        raise ValueError(f"{parent}: {gone}")
+    meta["config"] = config = dict(config, **changes)
     problem = settings(**{k: v for k, v in config.items() if k != "env"}).check()
     if problem:
         raise ValueError(problem)

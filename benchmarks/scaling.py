@@ -133,10 +133,10 @@ def worker(args) -> None:
 
 def slot_work(agent, k: int, piece) -> None:
     """A played piece's work after play, as ParallelPG.step does it: its returns and
-    advantages, then its gradient once per pass (``epochs``)."""
+    advantages, then its gradient."""
     batch = agent._batch(k, piece)
-    for epoch in range(agent.config["epochs"] if batch is not None else 0):
-        agent._gradient(*batch, again=epoch > 0)
+    if batch is not None:
+        agent._gradient(*batch)
 
 
 def piece_of(agent, u: int, k: int):

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import mpi, options
+from pgmpi.config import without_retired
 from pgmpi.settings import is_int, is_real
 from pgmpi.version import __version__
 
@@ -152,8 +153,11 @@ def unwritable(path: Path, what: str) -> str | None:
 def _same_run(saved: dict, config: dict) -> bool:
     """Whether ``config``, a resumed run's settings, are those of the run ``saved`` came
     from. A checkpoint written before a setting existed lacks it, and loads with the value
-    in force before it (``PG_BEFORE`` for ParallelPG): such a setting matches."""
-    return set(saved) <= set(config) and all(saved.get(k, v) == v for k, v in config.items())
+    in force before it (``PG_BEFORE`` for ParallelPG): such a setting matches; one written
+    with a setting since removed at the value played today (``PG_RETIRED``) matches too."""
+    saved, gone = without_retired(saved)
+    same = set(saved) <= set(config) and all(saved.get(k, v) == v for k, v in config.items())
+    return gone is None and same
 
 
 def _meta_of(path: Path) -> dict | None:

@@ -274,14 +274,14 @@ NO_FLAG = {"gamma", "whole_games", "batch_gradient", "max_episode_steps", "exact
 # run could use fails at parse time (exit status 2), naming the flag.
 PARSERS = {
     **dict.fromkeys(["hidden_size", "hidden_sizes", "slots", "steps_per_slot", "population_size",
-                     "episodes_per_individual", "noise_table_size", "entropy_steps", "epochs"],
+                     "episodes_per_individual", "noise_table_size", "entropy_steps"],
                     positive_int),
     **dict.fromkeys(["decay_rate", "deterministic_games", "elite_fraction", "prune_rate",
-                     "restore_rate", "clip"], fraction),
+                     "restore_rate"], fraction),
     "mutation_rate": fraction_or_none,
     **dict.fromkeys(["entropy_bonus", "value_baseline", "average_half_life"], non_negative_float),
     "entropy_final": non_negative_float_or_none,
-    **dict.fromkeys(["learning_rate", "weight_scale", "value_lr_scale"], positive_float),
+    **dict.fromkeys(["learning_rate", "weight_scale"], positive_float),
     "lr_decay_steps": positive_int_or_none,
     "frame_skip": frame_skip,
 }  # fmt: skip

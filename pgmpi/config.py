@@ -101,21 +101,6 @@ class PGConfig(Settings):
     """weight of a learned baseline: the network gets a value output trained on the
     discounted returns, and the advantages become the returns less it (0: none, as in the
     post; None: 0.05 for Pong, whose returns lie in [-1, 1], 0 for other envs)"""
-    value_lr_scale: float = 1.0
-    """the learned baseline's own step size, a multiple of the policy's: each update's step of
-    the value output's weights is scaled by this (Adam and RMSProp step each weight by its
-    normalised gradient, so scaling that gradient would not; 1: the policy's step)"""
-    gae_lambda: float | None = None
-    """with a learned baseline, the advantages become GAE(lambda) within each rally, from the
-    baseline's values (1: the returns less the values; 0: one-step TD residuals); the value
-    output still learns the discounted returns (None: the returns less the values)"""
-    epochs: int = 1
-    """passes over each update's batch: 1, REINFORCE (the post's); more, PPO's clipped
-    objective (Schulman et al. 2017), each pass one optimizer step on the whole batch with
-    today's probabilities, as screened in docs/screens.md"""
-    clip: float = 0.2
-    """PPO's clip: a later pass stops pushing a step's probability ratio (now to when played)
-    past [1 - clip, 1 + clip] (only with epochs > 1)"""
     average_half_life: float = 200.0
     """the policy evaluate() and act() play: a running average of the parameters with this
     half-life in updates, kept beside training and never fed back (0: the live parameters,
@@ -157,7 +142,7 @@ class PGConfig(Settings):
         """The first problem with these settings, or None; given the env's ``probe`` (a game)
         and the rank count, of resolved settings: also what the env and this machine's
         memory allow (checked before the games are listed or made)."""
-        s, needs = self, "needs a learned baseline: value_baseline > 0 (it is 0)"
+        s = self
         why = "a weight against standardised returns: more makes every gradient overflow"
         problem = first_problem(s, [
             ("hidden_size", lambda x: at_least(x, 1), "an int >= 1"),
@@ -170,13 +155,6 @@ class PGConfig(Settings):
             ("entropy_final", _weight, "None or a number >= 0"),
             ("entropy_steps", lambda x: at_least(x, 1), "an int >= 1"),
             ("value_baseline", _weight, "None or a number >= 0"),
-            ("value_lr_scale", lambda x: is_real(x) and x > 0, "a number > 0"),
-            (lambda s: s.value_lr_scale == 1 or s.value_baseline != 0, f"value_lr_scale {needs}"),
-            ("gae_lambda", lambda x: x is None or (is_real(x) and 0 <= x <= 1),
-             "None or a number in [0, 1]"),
-            (lambda s: s.gae_lambda is None or s.value_baseline != 0, f"gae_lambda {needs}"),
-            ("epochs", lambda x: at_least(x, 1), "an int >= 1"),
-            ("clip", lambda x: is_real(x) and 0 < x < 1, "in (0, 1)"),
             ("average_half_life", lambda x: is_real(x) and x >= 0, ">= 0"),
             ("gamma", lambda x: is_real(x) and 0 < x <= 1, "in (0, 1]"),
             ("slots", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),
@@ -236,8 +214,26 @@ class PGConfig(Settings):
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  deterministic_games=0.0, average_half_life=0.0, value_baseline=0.0,
-                 decay_from=0, gae_lambda=None, entropy_final=None,
-                 value_lr_scale=1.0, frame_stack=0, epochs=1, clip=0.2)  # fmt: skip
+                 decay_from=0, entropy_final=None, frame_stack=0)  # fmt: skip
+# Settings screened, not adopted, then removed (docs/screens.md: each screen and the commit
+# that ran it), with the value today's code plays: a checkpoint that holds one at that value
+# loads as before; at another (PPO's epochs > 1, GAE's lambda, ...), code that is gone
+# trained it. clip, PPO's, mattered only with epochs > 1.
+PG_RETIRED = dict(gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2)
+
+
+def without_retired(config: dict) -> tuple[dict, str | None]:
+    """``config`` (a checkpoint's settings) without :data:`PG_RETIRED`'s, and the problem if
+    one of them held another value than today's code plays (None if none did)."""
+    changed = [f"{k}={config[k]!r}" for k, v in PG_RETIRED.items()
+               if k in config and k != "clip" and config[k] != v]  # fmt: skip
+    kept = {k: v for k, v in config.items() if k not in PG_RETIRED}
+    if not changed:
+        return kept, None
+    return kept, (
+        f"trained with {', '.join(changed)}: settings screened and removed "
+        "(docs/screens.md names the commit that ran them)"
+    )
 
 
 @dataclass(frozen=True)

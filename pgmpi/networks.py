@@ -138,16 +138,6 @@ class TwoLayerPolicy:
         onehot[np.arange(len(actions)), actions] = 1.0
         return onehot - probs
 
-    def likelihood(self, dlogits: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        """pi(action) for S steps, from what :meth:`dlogits` gave for them (the probabilities
-        are ``y - dlogits``). float64 (S,)."""
-        actions = np.asarray(actions)
-        if self.n_logits == 1:  # p(up) = y - dlogit; pi(down) = 1 - p(up)
-            up = (actions == 0).astype(np.float64) - dlogits[:, 0]
-            return np.where(actions == 0, up, 1.0 - up)
-        rows = np.arange(len(actions))
-        return 1.0 - dlogits[rows, actions].astype(np.float64)  # onehot - probs at the action
-
     def entropy_dlogits(self, dlogits: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """d H(pi) / d logits for S steps, from what :meth:`dlogits` gave for them (the
         probabilities are ``y - dlogits``): ``p (1 - p) (log(1 - p) - log p)`` for the sigmoid,

@@ -9,11 +9,10 @@ update, their gradients summed, RMSProp 1e-4; ``fast``, the defaults, learns fas
 Work split (docs/how-it-is-parallel.md): ``slots`` persistent games, game k played by
 rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed on (seed,
 update, k). An update (:meth:`ParallelPG.step`) makes two collectives: one exact Allreduce
-sums every game's gradient (one per pass with ``epochs`` > 1, PPO's clipped objective), so
-every rank takes the same optimizer step and parameters stay identical, bit for bit on any
-rank count, never sent; one small allgather then hands every rank the scores of the games
-that ended, every rank's seconds and each game's diagnostics (:mod:`pgmpi.diagnostics`:
-entropy, points won, the baseline's fit), so all log the same row.
+sums every game's gradient, so every rank takes the same optimizer step and parameters stay
+identical, bit for bit on any rank count, never sent; one small allgather then hands every
+rank the scores of the games that ended, every rank's seconds and each game's diagnostics
+(:mod:`pgmpi.diagnostics`: entropy, points won, the baseline's fit), so all log the same row.
 (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a small Allreduce of
 the stop signals and time-limit votes, so all stop together; with ``trace``, a gather of
 every rank's seconds; when it saves, the checkpoint's gather of the games in progress.)
@@ -49,24 +48,6 @@ def discounted_returns(rewards: np.ndarray, gamma: float, ends: np.ndarray) -> n
         running = (0.0 if ends[t] else running * gamma) + rewards[t]
         out[t] = running
     return out
-
-
-def gae(rewards, values: np.ndarray, gamma: float, lam: float, ends) -> np.ndarray:
-    """GAE(lambda) advantages (Schulman et al. 2016), restarting where ``ends[t]``: the
-    residuals delta_t = r_t + gamma v_{t+1} - v_t (v after an end is 0), discounted by
-    gamma lambda. lambda 1 gives the returns less the values; lambda 0, the residuals."""
-    ends = np.asarray(ends, dtype=bool)
-    after = np.where(ends, 0.0, np.append(values[1:], 0.0))  # v_{t+1}
-    deltas = np.asarray(rewards, dtype=np.float64) + gamma * after - values
-    return discounted_returns(deltas, gamma * lam, ends)
-
-
-def clipped(adv: np.ndarray, ratio: np.ndarray, eps: float) -> np.ndarray:
-    """PPO's clipped objective (Schulman et al. 2017), min(r A, clip(r, 1 - eps, 1 + eps) A),
-    as weights on d log pi: its gradient is r A d log pi where the ratio r may still move A's
-    way (below 1 + eps for A > 0, above 1 - eps for A < 0), else 0."""
-    moves = np.where(adv > 0, ratio < 1 + eps, ratio > 1 - eps)
-    return np.where(moves, adv * ratio, 0.0).astype(np.float32)
 
 
 def standardise(x: np.ndarray) -> np.ndarray:
@@ -167,35 +148,22 @@ class ParallelPG(PGRun):
 
     def _batch(self, k: int, piece: rollout.Piece) -> tuple | None:
         """Game k's finished rallies, their discounted returns and standardised advantages
-        (the returns less the learned baseline's values, with one; or GAE(lambda) from them,
-        with ``gae_lambda``), as (steps, returns, values, advantages); None if no rally
-        finished."""
+        (the returns less the learned baseline's values, with one), as (steps, returns,
+        values, advantages); None if no rally finished."""
         steps = self.open_rallies.known(k, piece, self.net)  # a rally's steps wait for its point
         if steps is None:
             return None
-        gamma, lam = self.config["gamma"], self.config["gae_lambda"]
-        returns = discounted_returns(steps.rewards, gamma, steps.ends)
+        returns = discounted_returns(steps.rewards, self.config["gamma"], steps.ends)
         values = self.net.values(steps.caches)  # zeros without a baseline
         adv = returns - values
-        if lam is not None:  # GAE(lambda) from the same values, rally by rally
-            adv = gae(steps.rewards, values, gamma, lam, steps.ends)
         if self.config["value_baseline"]:
             piece.fit = diagnostics.fit(returns, values)  # for the log: explained variance
         return steps, returns, values, standardise(adv).astype(np.float32)
 
-    def _gradient(self, steps: rollout.Piece, returns, values, adv, again=False) -> tuple:
+    def _gradient(self, steps: rollout.Piece, returns, values, adv) -> tuple:
         """The REINFORCE gradient of a game's finished rallies: d log pi weighted by the
-        advantages, as (rows, values). ``again``: a later pass over the same steps (PPO),
-        with today's probabilities, each step's weight times the ratio of its probability
-        now to when it was played, zero where the ratio is past the clip (:func:`clipped`)."""
-        dlogits, caches = np.array(steps.dlogits), steps.caches
-        if again:  # today's network on the same inputs
-            probs, caches = self.net.forward([cache[:2] for cache in caches])
-            now = self.net.dlogits(probs, steps.actions)
-            then = self.net.likelihood(dlogits, steps.actions)  # float32's few bits: floored
-            ratio = self.net.likelihood(now, steps.actions) / np.maximum(then, 1e-6)
-            adv, dlogits = clipped(adv, ratio, self.config["clip"]), now
-            values = self.net.values(caches)  # zeros without a baseline
+        advantages, as (rows, values)."""
+        dlogits = np.array(steps.dlogits)
         weighted = dlogits * adv[:, None]
         beta = self.entropy_weight()
         if beta:  # + beta d H / d logits: keeps the policy from settling too soon
@@ -204,7 +172,7 @@ class ParallelPG(PGRun):
         if c:  # and the value output climbs -c (G - v)^2 / 2: its gradient is c (G - v)
             fit = (c * (returns - values)).astype(np.float32)
             weighted = np.concatenate([weighted, fit[:, None]], axis=1)
-        return self.net.gradient(caches, weighted)
+        return self.net.gradient(steps.caches, weighted)
 
     def train(
         self,
@@ -239,9 +207,8 @@ class ParallelPG(PGRun):
         Returns the row to log, with this rank's seconds (see :meth:`pgmpi.loop.Trainable.step`).
 
         Collective: every rank must call this. It makes two collectives: the Allreduce that
-        sums the gradients (a flat buffer, with a count of the games left out as non-finite;
-        with ``epochs`` > 1, one per pass over the batch), and the book-keeping's small
-        allgather."""
+        sums the gradients (a flat buffer, with a count of the games left out as non-finite),
+        and the book-keeping's small allgather."""
         c = self.config
         t0 = time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
@@ -252,17 +219,15 @@ class ParallelPG(PGRun):
         t1 = time.perf_counter()
         batch = [self._batch(k, piece) for k, piece in zip(self.mine, pieces, strict=True)]
         batch = [b for b in batch if b is not None]
-        allreduce_s = 0.0
-        for epoch in range(c["epochs"]):  # 1: REINFORCE; more: PPO's passes over the batch
-            total = mpi.ExactSum(self.net.params.size, terms=c["slots"], exact=c["exact_reduction"])
-            for game in batch:
-                rows, block = self._gradient(*game, again=epoch > 0)
-                total.add(block, rows=rows)
-            t2 = time.perf_counter()
-            divide_by = c["slots"] if c["batch_gradient"] == "mean" else 1  # the mean, or the sum
-            grad, bad = total.allreduce(divide_by)  # collective 1: every game's gradient, exactly
-            allreduce_s += time.perf_counter() - t2
-            self._take(grad, bad)
+        total = mpi.ExactSum(self.net.params.size, terms=c["slots"], exact=c["exact_reduction"])
+        for game in batch:
+            rows, block = self._gradient(*game)
+            total.add(block, rows=rows)
+        t2 = time.perf_counter()
+        divide_by = c["slots"] if c["batch_gradient"] == "mean" else 1  # the mean, or the sum
+        grad, bad = total.allreduce(divide_by)  # collective 1: every game's gradient, exactly
+        allreduce_s = time.perf_counter() - t2
+        self._take(grad, bad)
         if self.average is not None:  # the same float32 operations on every rank
             self.average.params *= self._keep
             self.average.params += (1 - self._keep) * self.net.params
@@ -273,18 +238,14 @@ class ParallelPG(PGRun):
         return self._book_keeping(pieces, mine, grad)
 
     def _take(self, grad: np.ndarray, bad: int) -> None:
-        """The optimizer step on the summed gradient (the same on every rank), its value
-        output's share scaled by ``value_lr_scale``; raises on a non-finite gradient or step."""
+        """The optimizer step on the summed gradient (the same on every rank); raises on a
+        non-finite gradient or step."""
         if bad:
             raise mpi.NonFiniteError(
                 f"update {self.update + 1}: non-finite or huge gradient in {bad} game(s); "
                 "lower learning_rate or check the env's rewards"
             )
-        scale, value = self.config["value_lr_scale"], self.net.W2[:, -1]  # the baseline's step
-        before = value.copy() if scale != 1 else None
         self.optimizer.step(self.net.params, grad, self.step_size())  # the same on every rank
-        if before is not None:  # the value output's step, scaled
-            value[:] = before + np.float32(scale) * (value - before)
         if not np.isfinite(self.net.params.sum(dtype=np.float64)):  # the same on every rank
             raise mpi.NonFiniteError(
                 f"update {self.update + 1}: the optimizer step made the parameters non-finite "

@@ -17,7 +17,7 @@ from typing import TypeVar
 import numpy as np
 
 from pgmpi import checkpoint, diagnostics, mpi, pong, rallies, rollout
-from pgmpi.config import PG_BEFORE
+from pgmpi.config import PG_BEFORE, without_retired
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.games import make_game
 from pgmpi.logger import mean, rank_figures
@@ -68,7 +68,6 @@ class PGRun:
                 else ""
             )  # fmt: skip
             + (f", learned baseline {c['value_baseline']:g}" if c["value_baseline"] else "")
-            + (f", PPO {c['epochs']} passes, clip {c['clip']:g}" if c["epochs"] > 1 else "")
             + (
                 f", lr{' and bonus' if c['entropy_bonus'] or moves else ''} decayed past "
                 f"{c['decay_from']:,} agent steps (halved "
@@ -225,6 +224,9 @@ class PGRun:
         Collective: every rank must call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
+        settings, gone = without_retired(settings)
+        if gone:  # the same metadata on every rank, so the same error on every rank
+            raise mpi.ConfigError(f"checkpoint {str(path)!r}: {gone}; nothing was changed")
         agent = cls(**{**PG_BEFORE, **settings})  # a setting newer than the checkpoint
         with checkpoint.complete(path, cls.algorithm):  # a missing key: a ConfigError
             checkpoint.restore_params(path, arrays["params"], agent.net.params)

@@ -109,13 +109,3 @@ def test_entropy_dlogits_match_finite_differences(bernoulli):
         down[:, k] -= eps
         numeric = (_entropy(up, bernoulli) - _entropy(down, bernoulli)) / (2 * eps)
         assert np.allclose(got[:, k], numeric, atol=1e-4), (k, got[:, k], numeric)
-
-
-@pytest.mark.parametrize("bernoulli", [True, False])
-def test_likelihood_is_the_probability_of_the_action_taken(bernoulli):
-    net = TwoLayerPolicy(12, 6, 2 if bernoulli else 3, np.random.default_rng(0), bernoulli)
-    g = np.random.default_rng(1)
-    probs, _ = net.forward([sparse(g.normal(size=12).astype(np.float32)) for _ in range(50)])
-    actions = g.integers(0, probs.shape[1], 50)
-    got = net.likelihood(net.dlogits(probs, actions), actions)
-    np.testing.assert_allclose(got, probs[np.arange(50), actions], atol=1e-6)

@@ -10,8 +10,7 @@ it saves DIR/checkpoint.npz; with --resume it starts from that file. --pid-file 
 rank's pid to DIR/pid.<rank> (for the SIGKILL test); --raise-on-rank R raises on rank R only
 after the first update; --max-episode-steps caps each game; --frame-skip 2-4 plays Pong with
 Pong-v0's drawn frame skips; --deterministic-games P plays that share of Pong's games without
-sticky actions; --value-baseline C adds a learned baseline of that weight; --epochs K makes
-K PPO passes over each batch; --evaluate N
+sticky actions; --value-baseline C adds a learned baseline of that weight; --evaluate N
 then prints ``EVAL <evaluation>`` of N games.
 """
 
@@ -37,7 +36,6 @@ p.add_argument("--frame-skip", default="4")
 p.add_argument("--evaluate", type=int, default=0)
 p.add_argument("--deterministic-games", type=float, default=0.0)
 p.add_argument("--value-baseline", type=float, default=0.0)
-p.add_argument("--epochs", type=int, default=1)
 args = p.parse_args()
 
 ck = args.log_dir / "checkpoint.npz"
@@ -59,7 +57,6 @@ else:
         frame_skip=[int(x) for x in args.frame_skip.split("-")] if "-" in args.frame_skip else 4,
         deterministic_games=args.deterministic_games,
         value_baseline=args.value_baseline,
-        epochs=args.epochs,
         seed=5,
         exact_reduction=bool(args.exact),
         log_dir=args.log_dir,
