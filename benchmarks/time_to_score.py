@@ -12,8 +12,8 @@ to a core of its own, the same bits, not reliably faster here: docs/cluster.md; 
 heads the run's train.log; T: 15 unless told;
 PROTOCOL: ``sticky``, ALE v5's sticky actions, repeat_action_probability 0.25 as Machado et
 al. 2018 set the standard, or ``deterministic`` with ``--deterministic``); any flags after
-``--`` go to examples/pong.py as well (a screen: ``--tag=-mix -- --deterministic-games
-0.5``). It then evaluates
+``--`` go to examples/pong.py as well (a screen: ``--tag=-h100 -- --hidden-size 100``).
+It then evaluates
 the final policy over 100 new games under both protocols, sampling its actions as it
 trained and taking the most likely one (greedy): a policy that beats Pong beats it under
 both, and a score cannot come from memorising a deterministic game. Each evaluation is the

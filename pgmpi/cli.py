@@ -276,7 +276,7 @@ PARSERS = {
     **dict.fromkeys(["hidden_size", "hidden_sizes", "slots", "steps_per_slot", "population_size",
                      "episodes_per_individual", "noise_table_size", "entropy_steps"],
                     positive_int),
-    **dict.fromkeys(["decay_rate", "deterministic_games", "elite_fraction", "prune_rate",
+    **dict.fromkeys(["decay_rate", "elite_fraction", "prune_rate",
                      "restore_rate"], fraction),
     "mutation_rate": fraction_or_none,
     **dict.fromkeys(["entropy_bonus", "value_baseline", "average_half_life"], non_negative_float),

@@ -121,16 +121,10 @@ class PGConfig(Settings):
     sticky_actions: bool = True
     """Pong with ALE v5's sticky actions (repeat probability 0.25, the standard since Machado
     et al. 2018); --deterministic turns them off"""
-    deterministic_games: float = 0.0
-    """with sticky actions, the share of training games played without them, each game
-    drawing which from its own stream; the logged scores are the sticky games' (0: none)"""
     frame_skip: int | list = 4
     """Pong's emulator frames per agent step: 4 (ALE v5's), or [2, 4], drawn uniformly from
     2, 3, 4 at every step from the game's own stream (gym's Pong-v0, the post's game; the
     flag: 4 or 2-4)"""
-    frame_stack: int = 0
-    """Pong's input: 0, the difference of the last two preprocessed frames (the post's); 2,
-    the two frames themselves, side by side (12,800 inputs)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """a game that reaches this many agent steps ends, truncated"""
     seed: int = 0
@@ -162,10 +156,8 @@ class PGConfig(Settings):
             ("whole_games", lambda x: x is None or is_bool(x), "None, True or False"),
             ("batch_gradient", lambda x: x in ("mean", "sum"), "'mean' or 'sum'"),
             ("sticky_actions", is_bool, "True or False"),
-            ("deterministic_games", lambda x: is_real(x) and 0 <= x < 1, "in [0, 1)"),
             ("frame_skip", _skips, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] with "
              f"1 <= low <= high <= {MAX_FRAME_SKIP}"),
-            ("frame_stack", lambda x: is_int(x) and x in (0, 2), "0 or 2"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
             ("seed", lambda x: at_least(x, 0), "an int >= 0"),
             ("exact_reduction", is_bool, "True or False"),
@@ -182,8 +174,6 @@ class PGConfig(Settings):
                 f"env {probe.env_id!r}: only Pong games can stop mid-game between updates "
                 "(ALE saves their state); pass whole_games=True"
             )
-        if s.frame_stack and not probe.is_pong:
-            return f"env {probe.env_id!r}: frame_stack is for Pong's frames only; pass 0"
         if not probe.discrete:
             return f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
         return memory.pg_problem(probe.n_inputs, probe.n_actions, s, local)
@@ -213,13 +203,14 @@ class PGConfig(Settings):
 # What ParallelPG did before each of these settings existed: a checkpoint written then lacks
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
-                 deterministic_games=0.0, average_half_life=0.0, value_baseline=0.0,
-                 decay_from=0, entropy_final=None, frame_stack=0)  # fmt: skip
+                 average_half_life=0.0, value_baseline=0.0, decay_from=0,
+                 entropy_final=None)  # fmt: skip
 # Settings screened, not adopted, then removed (docs/screens.md: each screen and the commit
 # that ran it), with the value today's code plays: a checkpoint that holds one at that value
 # loads as before; at another (PPO's epochs > 1, GAE's lambda, ...), code that is gone
 # trained it. clip, PPO's, mattered only with epochs > 1.
-PG_RETIRED = dict(gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2)
+PG_RETIRED = dict(gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2,
+                  deterministic_games=0.0, frame_stack=0)  # fmt: skip
 
 
 def without_retired(config: dict) -> tuple[dict, str | None]:

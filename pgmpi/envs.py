@@ -72,7 +72,6 @@ class Game:
     """
 
     is_pong = False
-    counted = True  # whether this game's score counts in the run's logged scores
 
     def __init__(self, env: str | Callable, max_steps: int | None = None):
         import gymnasium as gym

@@ -20,15 +20,12 @@ def make_game(
     sticky: bool = False,
     max_steps: int | None = None,
     frame_skip=4,
-    deterministic_games: float = 0.0,
-    frame_stack: int = 0,
 ) -> Game:
     """A :class:`~pgmpi.pong.PongGame` for Pong's id (``sticky``: with sticky actions;
-    ``frame_skip``: 4, or [low, high] drawn at every step; ``deterministic_games``: the
-    share of games played without sticky actions; ``frame_stack``: 2 for the last two frames
-    as the input, not their difference), else a :class:`~pgmpi.envs.Game` of ``env``."""
+    ``frame_skip``: 4, or [low, high] drawn at every step), else a :class:`~pgmpi.envs.Game`
+    of ``env``."""
     if env == PONG_ID:
-        return PongGame(sticky, max_steps, frame_skip, deterministic_games, frame_stack)
+        return PongGame(sticky, max_steps, frame_skip)
     return Game(env, max_steps)
 
 
@@ -49,5 +46,4 @@ def make_games(env: str | Callable, mine: list[int], cfg, probe: Game) -> dict[i
 
 
 def _game(env, cfg) -> Game:
-    return make_game(env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip,
-                     cfg.deterministic_games, cfg.frame_stack)  # fmt: skip
+    return make_game(env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip)

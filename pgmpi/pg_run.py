@@ -84,9 +84,6 @@ class PGRun:
         if self.probe.is_pong:  # which protocol the logged scores are under
             played = pong.protocol(c["sticky_actions"], c["frame_skip"])
             text += " | " + played.replace("sticky", "sticky actions (0.25)")
-            if c["sticky_actions"] and c["deterministic_games"]:
-                text += (f", {c['deterministic_games']:.0%} of games deterministic "
-                         "(logged: the sticky ones)")  # fmt: skip
         return Description(text, c["slots"], "slots", "slots")
 
     def _book_keeping(self, pieces: list, mine: dict, grad: np.ndarray) -> dict:
@@ -99,15 +96,14 @@ class PGRun:
         finished = [(k, *g) for k, p in zip(self.mine, pieces, strict=True) for g in p.finished]
         sums = [diagnostics.game_sums(p) for p in pieces]  # entropy, points, baseline fit
         ranks = mpi.allgather_object((finished, mine, sums))  # collective 2: every rank's, to all
-        played = sorted((g for f, *_ in ranks for g in f), key=lambda g: g[0])
-        games = [g for g in played if g[3]]  # the run's protocol only (deterministic_games)
-        for _, ret, _, _ in games:
+        games = sorted((g for f, *_ in ranks for g in f), key=lambda g: g[0])
+        for _, ret, _ in games:
             rr = self.running_reward
             self.running_reward = ret if rr is None else 0.99 * rr + 0.01 * ret
             self.recent_returns.append(ret)
         figures = [r for _, r, _ in ranks]
         self.update += 1
-        self.episodes += len(played)
+        self.episodes += len(games)
         self.steps += sum(r["steps"] for r in figures)
         cap = c["max_episode_steps"]
         running = float("nan") if self.running_reward is None else self.running_reward
@@ -180,9 +176,7 @@ class PGRun:
         sticky = c["sticky_actions"] if as_trained else sticky
         skip = c["frame_skip"] if as_trained else 4
         cap = c["max_episode_steps"]
-        new_game = partial(
-            make_game, self._make_env, sticky, cap, skip, frame_stack=c["frame_stack"]
-        )
+        new_game = partial(make_game, self._make_env, sticky, cap, skip)
         net = self.net if live else self.policy
         play = partial(rollout.whole_games, net, new_game, greedy=greedy)
         self.evaluation_returns = evaluation_returns(episodes, c["seed"], self.evaluations, play)

@@ -2,8 +2,7 @@
 
 Crop the 210x160 RGB frame to rows 35..194, keep every second row and column of the red
 channel, erase the background colours (144, 109 and 0), set everything else to 1, and feed
-the difference of consecutive frames: 80 x 80 = 6,400 inputs in {-1, 0, 1} (or, with
-``frame_stack`` 2, the two frames side by side: 12,800 inputs in {0, 1}). The policy's
+the difference of consecutive frames: 80 x 80 = 6,400 inputs in {-1, 0, 1}. The policy's
 two actions are paddle up and down, and a rally ends at every point scored, which is where
 the post restarts the discounted return.
 
@@ -68,9 +67,8 @@ def _pcg64_from_words(words: np.ndarray) -> np.random.Generator:
 class PongGame(Game):
     """One persistent game of Pong from pixels (``ALE/Pong-v5``), stepped through ALE.
 
-    Inputs are differences of preprocessed frames (6,400), or with ``frame_stack`` 2 the
-    last two frames themselves (this one's, then the one before's: 12,800), action index
-    0/1 means paddle up/down, and a rally ends at every point.
+    Inputs are differences of preprocessed frames (6,400), action index 0/1 means paddle
+    up/down, and a rally ends at every point.
 
     Args:
         sticky: ALE v5's sticky actions: at every emulator frame, with probability 0.25 the
@@ -83,28 +81,13 @@ class PongGame(Game):
         frame_skip: emulator frames per agent step: an int (4, ALE v5's), or ``[low, high]``:
             drawn uniformly from low..high at every step, before that step's sticky draws and
             from the same stream (``[2, 4]``: gym's Pong-v0, the post's game).
-        deterministic_games: with ``sticky``, the probability that a game is played
-            without sticky actions, drawn at every ``new_game`` from the same stream
-            (training on both protocols).
-        frame_stack: 0, the difference of the last two preprocessed frames (the post's); 2,
-            the two frames side by side (a game's first input: its first frame twice).
     """
 
     is_pong = True
 
-    def __init__(
-        self,
-        sticky: bool = False,
-        max_steps: int | None = None,
-        frame_skip=4,
-        deterministic_games: float = 0.0,
-        frame_stack: int = 0,
-    ):
-        self._stack = bool(frame_stack)  # before _sizes(), which the base class calls
+    def __init__(self, sticky: bool = False, max_steps: int | None = None, frame_skip=4):
         super().__init__(PONG_ID, max_steps)  # without ALE's sticky actions: see _advance()
         self.sticky = bool(sticky)
-        self._mixed = float(deterministic_games) if self.sticky else 0.0
-        self._sticky_now = self.sticky  # this game's protocol
         drawn = isinstance(frame_skip, (list, tuple))
         self._skips = (int(frame_skip[0]), int(frame_skip[1]) + 1) if drawn else None
         self._frameskip = None if drawn else int(frame_skip)
@@ -121,14 +104,8 @@ class PongGame(Game):
         self._seen = np.full(6400, 255, dtype=np.uint8)
         self._prev = np.zeros(6400, dtype=np.int8)
 
-    @property
-    def counted(self) -> bool:
-        """Whether this game plays under the run's protocol (with ``deterministic_games``,
-        only its sticky games do), so that its score counts in the logged scores."""
-        return self._sticky_now == self.sticky
-
     def _sizes(self, obs_space, n_actions: int) -> tuple[int, int]:
-        return 80 * 80 * (2 if self._stack else 1), 2
+        return 80 * 80, 2
 
     def new_game(self, seed: int) -> None:
         """Start a game whose randomness is fixed by ``seed``."""
@@ -146,10 +123,8 @@ class PongGame(Game):
             self._seen[...] = 255  # every pixel counts as changed, so that
             self._pong_input()  # the last frame becomes this one
             self._start = self._ale.cloneState(), self._seen.copy(), self._prev.copy()
-        if self._mixed:
-            self._sticky_now = bool(self._sticky_rng.random() >= self._mixed)
         # the first input is zero; ALE's reset applied NOOP last
-        self.x = self._stacked(self._prev) if self._stack else PongGame._NONE
+        self.x = PongGame._NONE
         self._applied = type(self._ale_actions[0]).NOOP
         self.score, self.length, self.live = 0.0, 0, True
 
@@ -165,7 +140,7 @@ class PongGame(Game):
             frames = int(self._sticky_rng.integers(*self._skips))
         self.frames = frames
         for _ in range(frames):
-            if self._sticky_now:  # with probability 0.25, the frame before's action again
+            if self.sticky:  # with probability 0.25, the frame before's action again
                 if self._sticky_rng.random() >= STICKY:
                     self._applied = act
                 reward += ale.act(self._applied)
@@ -173,15 +148,8 @@ class PongGame(Game):
                 reward += ale.act(act)
         terminated = ale.game_over(with_truncation=False)
         truncated = ale.game_truncated()
-        before = self._prev.copy() if self._stack else None
         self.x = self._pong_input()
-        if before is not None:
-            self.x = self._stacked(before)
         return reward, terminated, truncated
-
-    def _stacked(self, before: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """With ``frame_stack``, the input: this frame's foreground, then ``before``'s."""
-        return sparse(np.concatenate([self._prev, before]))
 
     def _rally_over(self, reward: float) -> bool:
         return reward != 0  # a point was scored
@@ -211,8 +179,7 @@ class PongGame(Game):
     def outside_input(self, observation: np.ndarray, prev: np.ndarray | None) -> tuple:
         """The input for a raw (210, 160, 3) frame from outside a game: the difference of its
         :func:`pong_frame` from ``prev``, the last frame's (None on an episode's first
-        frame; with ``frame_stack``, the two side by side), and this frame's, to pass as
-        ``prev`` next time.
+        frame), and this frame's, to pass as ``prev`` next time.
 
         Raises:
             ValueError: if the frame's shape is not (210, 160, 3) or it holds NaN or inf.
@@ -220,7 +187,7 @@ class PongGame(Game):
         self._checked(observation, (210, 160, 3))
         cur = pong_frame(observation)
         last = cur if prev is None else prev
-        return sparse(np.concatenate([cur, last]) if self._stack else cur - last), cur
+        return sparse(cur - last), cur
 
     def env_action(self, a: int) -> int:
         return PONG_UP if a == 0 else PONG_DOWN
@@ -239,9 +206,8 @@ class PongGame(Game):
             out["prev"] = self._prev.copy()
             out["x"] = dense(self.x, self.n_inputs).astype(np.int8)
         if self._sticky_rng is not None:
-            out["sticky"] = np.array([*_pcg64_words(self._sticky_rng), self._applied.value]
-                                     + ([self._sticky_now] if self._mixed else []),
-                                     dtype=np.uint64)  # fmt: skip
+            words = [*_pcg64_words(self._sticky_rng), self._applied.value]
+            out["sticky"] = np.array(words, dtype=np.uint64)
         return out
 
     def restore(self, snap: dict[str, np.ndarray], seed: int) -> None:
@@ -254,8 +220,6 @@ class PongGame(Game):
             self._ale.restoreState(ale_py.ALEState(snap["ale"].tobytes()))
         if "sticky" in snap:
             words = snap["sticky"]
-            if self._mixed:  # this game's protocol, last
-                self._sticky_now, words = bool(words[-1]), words[:-1]
             self._sticky_rng = _pcg64_from_words(words[:-1])
             self._applied = ale_py.Action(int(words[-1]))
         if live:

@@ -34,8 +34,7 @@ class Piece:
         actions: per step, the action index taken.
         dlogits: per step, d log pi(action) / d logits, float32 (K,).
         rewards: per step, the reward; ends: per step, whether a rally (or episode) ended.
-        finished: (score, length, counted) of every game that ended during the piece
-            (counted: played under the run's protocol, see ``Game.counted``).
+        finished: (score, length) of every game that ended during the piece.
         fit: ParallelPG's, for its log: the baseline's fit to the returns it learned from
             (:func:`pgmpi.diagnostics.fit`), or None.
     """
@@ -116,7 +115,7 @@ def rounds(
             piece.rewards.append(reward)
             piece.ends.append(rally_over)
             if game_over:
-                piece.finished.append((game.score, game.length, game.counted))
+                piece.finished.append((game.score, game.length))
             going = frames is None or frames(game.screen())
             if going and not ((game_over or not whole_games) and len(piece.rewards) >= min_steps):
                 still.append(i)

@@ -157,16 +157,6 @@ def test_a_learned_baseline_update_is_the_textbook_one(monkeypatch):
     assert not np.allclose(agent.net.params, update(False), rtol=2e-4, atol=1e-7)
 
 
-def test_a_frame_stack_feeds_the_network_two_frames_and_resumes_exactly(tmp_path):
-    agent = _pong(frame_stack=2).train(updates=1)
-    assert agent.net.W1.shape == (12800, 8) and agent.probe.n_inputs == 12800
-    back = ParallelPG.load(agent.save(tmp_path / "ck.npz"), quiet=True)
-    assert back.config["frame_stack"] == 2
-    agent.train(updates=3), back.train(updates=3)
-    np.testing.assert_array_equal(back.net.params, agent.net.params)
-    assert np.isfinite(agent.evaluate(1))
-
-
 def test_exact_and_float_reductions_agree_closely():
     exact = _cartpole().train(episodes=12)
     plain = _cartpole(exact_reduction=False).train(episodes=12)
@@ -240,8 +230,6 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(whole_games="no"), "whole_games must be None, True or False, got 'no'"),
         (dict(whole_games=False), "only Pong games can stop mid-game between updates"),
         (dict(gamma=1.5), "gamma must be in (0, 1], got 1.5"),
-        (dict(frame_stack=1), "frame_stack must be 0 or 2, got 1"),
-        (dict(frame_stack=2), "frame_stack is for Pong's frames only"),
         (dict(gamma=0.0), "gamma must be in (0, 1], got 0.0"),
         (dict(learning_rate=-1.0), "learning_rate must be > 0, got -1.0"),
         (dict(entropy_bonus=-0.1), "entropy_bonus must be None or a number >= 0, got -0.1"),
@@ -351,35 +339,11 @@ def test_the_run_header_says_which_pong_protocol_is_in_force():
     assert "sticky" not in ParallelPG(env="CartPole-v1", hidden_size=4, slots=1).describe().text
 
 
-@pytest.mark.parametrize("share", [0.0, 0.5])
-def test_with_deterministic_games_only_the_sticky_games_are_logged(share, monkeypatch):
-    """Games cut at 40 steps, 4 slots, 3 updates: every game is counted in ``episodes``, and
-    only those played with sticky actions in the logged scores (``charts/games``)."""
-    rows, counted = [], []
-    agent = ParallelPG(hidden_size=4, slots=4, steps_per_slot=40, max_episode_steps=40,
-                       deterministic_games=share, quiet=True)  # fmt: skip
-    played = agent.games[0].__class__.step
-
-    def step(game, a):  # record each game's protocol as it ends
-        out = played(game, a)
-        if not game.live:
-            counted.append(game._sticky_now)
-        return out
-
-    monkeypatch.setattr(agent.games[0].__class__, "step", step)
-    agent.train(updates=3, callback=rows.append)
-    assert agent.episodes == len(counted) == 12
-    assert sum(r["charts/games"] for r in rows) == sum(counted)
-    assert (0 < sum(counted) < 12) if share else sum(counted) == 12
-    if share:
-        assert "50% of games deterministic (logged: the sticky ones)" in agent.describe().text
-
-
 def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
-    """A checkpoint written before entropy_bonus, deterministic_games, decay_from and the
-    screens' settings (entropy_final, frame_stack, ...) existed lacks them (rewritten here
-    without them): it resumes with the values in force then (no bonus, a decay from the first
-    step), not today's defaults, into the same log dir, exactly as a run never stopped."""
+    """A checkpoint written before entropy_bonus, decay_from and the screens' settings
+    (entropy_final, entropy_steps) existed lacks them (rewritten here without them): it
+    resumes with the values in force then (no bonus, a decay from the first step), not
+    today's defaults, into the same log dir, exactly as a run never stopped."""
     import json
 
     ck = tmp_path / "ck.npz"
@@ -389,14 +353,13 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
     with np.load(ck) as data:
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
-    screens = ("entropy_final", "entropy_steps", "frame_stack")
-    for name in ("entropy_bonus", "deterministic_games", "decay_from", *screens):
+    for name in ("entropy_bonus", "decay_from", "entropy_final", "entropy_steps"):
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
-    assert back.config["entropy_final"] is None and back.config["frame_stack"] == 0
+    assert back.config["entropy_final"] is None
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
@@ -417,13 +380,14 @@ def test_a_checkpoint_with_a_removed_setting_resumes_at_its_value_and_is_refused
     tmp_path,
 ):
     """Settings screened and removed (config.PG_RETIRED: PPO's passes and clip, GAE's lambda,
-    the baseline's own step size) stay in the checkpoints written before: at the value played
-    today the run resumes exactly, into the same log dir; at another, one clear error, and
-    the file is left as it was."""
+    the baseline's own step size, deterministic games, a frame stack) stay in the checkpoints
+    written before: at the value played today the run resumes exactly, into the same log dir;
+    at another, one clear error, and the file is left as it was."""
     ck = tmp_path / "ck.npz"
     whole = _cartpole().train(episodes=16)
     _cartpole().train(episodes=8).save(ck)
-    _with_config(ck, gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2)
+    _with_config(ck, gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2,
+                 deterministic_games=0.0, frame_stack=0)  # fmt: skip
     back = ParallelPG.load(ck, quiet=True)
     assert "epochs" not in back.config and "gae_lambda" not in back.config
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint

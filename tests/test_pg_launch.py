@@ -109,25 +109,6 @@ def test_pong_v0_dynamics_resume_exactly_mid_game_on_another_rank_count(tmp_path
     assert _hash(rest) == whole
 
 
-def test_deterministic_games_resume_exactly_mid_game_on_another_rank_count(tmp_path):
-    """Half the games without sticky actions, drawn per game (games cut at 70 steps, so
-    each slot draws again): 4 updates on 1 rank, or 2 on 2 ranks then 2 more on 3, give the
-    same parameters and the same logged scores."""
-    mixed = [*PONG, "--deterministic-games", "0.5", "--max-episode-steps", "70"]
-    whole = run_mpi(1, [SCRIPT, *mixed, "--updates", "4", "--log-dir", str(tmp_path / "a")])
-    first = run_mpi(2, [SCRIPT, *mixed, "--updates", "2", "--log-dir", str(tmp_path / "b")])
-    assert first.returncode == 0, first.stderr[-3000:]
-    rest = run_mpi(
-        3, [SCRIPT, *mixed, "--updates", "4", "--log-dir", str(tmp_path / "b"), "--resume"]
-    )
-    assert _hash(rest) == _hash(whole)
-    a, b = (_learning_columns(tmp_path / d / "progress.csv") for d in "ab")
-    assert len(a) == 4 and a == b
-    plain = run_mpi(1, [SCRIPT, *PONG, "--max-episode-steps", "70", "--updates", "4",
-                        "--log-dir", str(tmp_path / "c")])  # fmt: skip
-    assert _hash(plain) != _hash(whole)  # the deterministic games changed the play
-
-
 def test_a_learned_baseline_resumes_exactly_mid_game_on_another_rank_count(tmp_path):
     """With a value output: 4 updates on 1 rank, or 2 on 2 ranks then 2 more on 3 from the
     checkpoint, give the same parameters, optimizer state and logged scores, and not those

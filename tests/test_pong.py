@@ -2,7 +2,6 @@
 ALE step against gymnasium's, sticky actions, snapshot and restore, the rally rule."""
 
 import numpy as np
-import pytest
 
 from pgmpi.envs import make_gym
 from pgmpi.networks import dense
@@ -52,34 +51,6 @@ def test_direct_ale_step_is_gymnasiums_step():
             prev = pong_frame(env.reset()[0])
             games += 1
     assert games >= 2  # and so new games started by Game's restore of the start state
-
-
-def test_frame_stack_feeds_the_two_frames_whose_difference_is_the_default_input():
-    """Played alike, a frame_stack 2 game's input is this frame's foreground then the one
-    before's (a game's first: its first frame twice), their difference the default game's
-    input; gymnasium's frames give the same input from outside; and a game moved to a new
-    Game by snapshot and restore every 50 steps plays on with the same inputs."""
-    diff, stack, moved = PongGame(), PongGame(frame_stack=2), PongGame(frame_stack=2)
-    env = make_gym("ALE/Pong-v5")
-    assert (diff.n_inputs, stack.n_inputs) == (6400, 12800)
-    for game in (diff, stack, moved):
-        game.new_game(seed=0)
-    x, prev = stack.outside_input(env.reset(seed=0)[0], None)
-    first = dense(stack.x, 12800)
-    assert np.array_equal(first[:6400], first[6400:]) and np.array_equal(dense(x, 12800), first)
-    for t in range(300):
-        a = (t // 7) % 2
-        if t % 50 == 0:
-            back = PongGame(frame_stack=2)
-            back.restore(moved.snapshot(), seed=0)
-            moved = back
-        for game in (diff, stack, moved):
-            game.step(a)
-        x, prev = stack.outside_input(env.step(PONG_UP if a == 0 else PONG_DOWN)[0], prev)
-        both = dense(stack.x, 12800)
-        assert np.array_equal(both[:6400] - both[6400:], dense(diff.x, 6400))
-        assert np.array_equal(both[:6400], stack._prev) and np.array_equal(dense(x, 12800), both)
-        assert np.array_equal(dense(moved.x, 12800), both)
 
 
 class _RecordingALE:
@@ -134,20 +105,17 @@ def test_pong_v0_frame_skips_are_uniform_over_2_3_4_from_the_games_stream():
         assert again.frames == skips[t]
 
 
-@pytest.mark.parametrize("mixed", [0.0, 0.5])
-def test_sticky_game_continues_exactly_after_snapshot_and_restore(mixed):
+def test_sticky_game_continues_exactly_after_snapshot_and_restore():
     """Moved to a new Game every 100 steps and at every game's end, a sticky game plays on
-    exactly as one never moved (its stream, the action applied last and, with
-    ``deterministic_games``, the game's protocol go with it)."""
+    exactly as one never moved (its stream and the action applied last go with it)."""
     actions = np.random.default_rng(0).integers(0, 2, 2500)
 
     def play(game, move):
         seen = []
         for t, a in enumerate(actions):
             if move and (t % 100 == 0 or not game.live):
-                back = PongGame(sticky=True, deterministic_games=mixed)
+                back = PongGame(sticky=True)
                 back.restore(game.snapshot(), seed=9)
-                assert back._sticky_now == game._sticky_now
                 assert back.live == game.live
                 game = back
             if not game.live:
@@ -156,32 +124,12 @@ def test_sticky_game_continues_exactly_after_snapshot_and_restore(mixed):
             seen.append((reward, game.x[0].tolist(), game.x[1].tolist()))
         return seen
 
-    games = [PongGame(sticky=True, deterministic_games=mixed) for _ in range(2)]
+    games = [PongGame(sticky=True) for _ in range(2)]
     for game in games:
         game.new_game(seed=9)
     moved, stayed = play(games[0], True), play(games[1], False)
     assert sum(r != 0 for r, _, _ in stayed) >= 21  # a whole game at least
     assert moved == stayed
-
-
-def test_deterministic_games_share_is_drawn_per_game_from_the_games_stream():
-    """With ``deterministic_games=0.3`` about 30% of games play without sticky actions
-    (400 games: the share's standard error is 0.023, the bound 0.1 is 4.4 of them), the
-    same ones for the same seed, and those play exactly as a deterministic game does."""
-    game, again = (PongGame(sticky=True, deterministic_games=0.3) for _ in range(2))
-    drawn = []
-    for g in (game, again):
-        g.new_game(seed=5)
-        drawn.append([g._sticky_now] + [g.new_game(seed=5) or g._sticky_now for _ in range(399)])
-    assert drawn[0] == drawn[1]
-    assert abs(1 - np.mean(drawn[0]) - 0.3) < 0.1, np.mean(drawn[0])
-    while game._sticky_now:
-        game.new_game(seed=5)
-    plain = PongGame(sticky=False)
-    plain.new_game(seed=5)
-    for t in range(300):  # up, down, ...: a sticky frame would show in the inputs
-        a, b = game.step(t % 3 % 2), plain.step(t % 3 % 2)
-        assert a == b and np.array_equal(game.x[0], plain.x[0])
 
 
 def test_rally_rule_ends_a_rally_at_every_point():

@@ -9,9 +9,8 @@ Prints ``HASH <sha256>`` (parameters and optimizer state) on the root. With --ch
 it saves DIR/checkpoint.npz; with --resume it starts from that file. --pid-file writes each
 rank's pid to DIR/pid.<rank> (for the SIGKILL test); --raise-on-rank R raises on rank R only
 after the first update; --max-episode-steps caps each game; --frame-skip 2-4 plays Pong with
-Pong-v0's drawn frame skips; --deterministic-games P plays that share of Pong's games without
-sticky actions; --value-baseline C adds a learned baseline of that weight; --evaluate N
-then prints ``EVAL <evaluation>`` of N games.
+Pong-v0's drawn frame skips; --value-baseline C adds a learned baseline of that weight;
+--evaluate N then prints ``EVAL <evaluation>`` of N games.
 """
 
 import argparse
@@ -34,7 +33,6 @@ p.add_argument("--slots", type=int, default=10)
 p.add_argument("--max-episode-steps", type=int, default=27_000)
 p.add_argument("--frame-skip", default="4")
 p.add_argument("--evaluate", type=int, default=0)
-p.add_argument("--deterministic-games", type=float, default=0.0)
 p.add_argument("--value-baseline", type=float, default=0.0)
 args = p.parse_args()
 
@@ -55,7 +53,6 @@ else:
         whole_games=not pong,
         max_episode_steps=args.max_episode_steps,
         frame_skip=[int(x) for x in args.frame_skip.split("-")] if "-" in args.frame_skip else 4,
-        deterministic_games=args.deterministic_games,
         value_baseline=args.value_baseline,
         seed=5,
         exact_reduction=bool(args.exact),
