@@ -99,8 +99,8 @@ def train(name: str, preset: str | None, seed: int, args, extra: list[str]) -> N
     while True:
         m = snapshots.meta(checkpoint) if checkpoint.exists() else None
         done, seconds = (m["generation"], m["train_seconds"]) if m else (0, 0.0)
-        if m and not snapshots.snapshot_path(run, done).exists():  # stopped before the copy,
-            snapshots.snapshot_path(run, done).parent.mkdir(exist_ok=True)  # or a branch
+        (run / "snapshots").mkdir(parents=True, exist_ok=True)  # a branched run has none yet
+        if m and not snapshots.snapshot_path(run, done).exists():  # stopped before the copy
             shutil.copy(checkpoint, snapshots.snapshot_path(run, done))
         left = args.minutes - seconds / 60
         if left <= 0 or (args.generations and done >= args.generations):
@@ -116,7 +116,6 @@ def train(name: str, preset: str | None, seed: int, args, extra: list[str]) -> N
             (["--resume", *["--hardcore"] * hardcore]) if m else ["--overwrite", *first, *extra]
         )
         print(f"training {name} to generation {target} ({left:.1f} minutes left) ...", flush=True)
-        (run / "snapshots").mkdir(parents=True, exist_ok=True)
         snapshots.log_chunk(run, "start", target)
         with open(run / "train.log", "a") as log:
             command = common.mpirun_command(args.ranks, flags)
