@@ -118,6 +118,9 @@ class PGConfig(Settings):
     saved mid-way; yes for other envs)"""
     batch_gradient: Literal["mean", "sum"] = "mean"
     """'mean' over slots, or 'sum' (the post's)"""
+    standardise_over: Literal["game", "update"] = "game"
+    """advantages standardised over each game's rallies that finished in the update ('game';
+    the post's, over its whole games), or over every game of the update ('update')"""
     sticky_actions: bool = True
     """Pong with ALE v5's sticky actions (repeat probability 0.25, the standard since Machado
     et al. 2018); --deterministic turns them off"""
@@ -155,6 +158,7 @@ class PGConfig(Settings):
             ("steps_per_slot", lambda x: at_least(x, 1), "an int >= 1"),
             ("whole_games", lambda x: x is None or is_bool(x), "None, True or False"),
             ("batch_gradient", lambda x: x in ("mean", "sum"), "'mean' or 'sum'"),
+            ("standardise_over", lambda x: x in ("game", "update"), "'game' or 'update'"),
             ("sticky_actions", is_bool, "True or False"),
             ("frame_skip", _skips, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] with "
              f"1 <= low <= high <= {MAX_FRAME_SKIP}"),

@@ -147,9 +147,9 @@ class ParallelPG(PGRun):
         self._slots_note = slots_note
 
     def _batch(self, k: int, piece: rollout.Piece) -> tuple | None:
-        """Game k's finished rallies, their discounted returns and standardised advantages
-        (the returns less the learned baseline's values, with one), as (steps, returns,
-        values, advantages); None if no rally finished."""
+        """Game k's finished rallies, their discounted returns and advantages (the returns
+        less the learned baseline's values, with one), as (steps, returns, values,
+        advantages); None if no rally finished."""
         steps = self.open_rallies.known(k, piece, self.net)  # a rally's steps wait for its point
         if steps is None:
             return None
@@ -158,7 +158,21 @@ class ParallelPG(PGRun):
         adv = returns - values
         if self.config["value_baseline"]:
             piece.fit = diagnostics.fit(returns, values)  # for the log: explained variance
-        return steps, returns, values, standardise(adv).astype(np.float32)
+        return steps, returns, values, adv
+
+    def _standardised(self, batch: list[tuple]) -> list[tuple]:
+        """``batch`` with its advantages standardised over each game's finished rallies
+        (``standardise_over`` 'game', as the post does over each of its games), or over every
+        game of the update on every rank ('update': an allgather of each game's count, sum and
+        sum of squares, added exactly, so any rank count gives the same bits)."""
+        if self.config["standardise_over"] == "game":
+            return [(*b[:3], standardise(b[3]).astype(np.float32)) for _, b in batch]
+        mine = [(len(b[3]), b[3].sum(), (b[3] ** 2).sum()) for _, b in batch]  # per game
+        every = [g for games in mpi.allgather_object(mine) for g in games]  # collective
+        n, total, squares = (math.fsum(g[i] for g in every) for i in range(3))  # exact sums
+        mean = total / max(n, 1)
+        std = math.sqrt(max(squares / max(n, 1) - mean * mean, 0.0)) or 1.0
+        return [(*b[:3], ((b[3] - mean) / std).astype(np.float32)) for _, b in batch]
 
     def _gradient(self, steps: rollout.Piece, returns, values, adv) -> tuple:
         """The REINFORCE gradient of a game's finished rallies: d log pi weighted by the
@@ -208,7 +222,8 @@ class ParallelPG(PGRun):
 
         Collective: every rank must call this. It makes two collectives: the Allreduce that
         sums the gradients (a flat buffer, with a count of the games left out as non-finite),
-        and the book-keeping's small allgather."""
+        and the book-keeping's small allgather (with ``standardise_over`` 'update', a third:
+        :meth:`_standardised`'s)."""
         c = self.config
         t0 = time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
@@ -217,8 +232,8 @@ class ParallelPG(PGRun):
             self.net, games, streams, min_steps=c["steps_per_slot"], whole_games=c["whole_games"]
         )
         t1 = time.perf_counter()
-        batch = [self._batch(k, piece) for k, piece in zip(self.mine, pieces, strict=True)]
-        batch = [b for b in batch if b is not None]
+        batch = [(k, self._batch(k, piece)) for k, piece in zip(self.mine, pieces, strict=True)]
+        batch = self._standardised([(k, b) for k, b in batch if b is not None])
         total = mpi.ExactSum(self.net.params.size, terms=c["slots"], exact=c["exact_reduction"])
         for game in batch:
             rows, block = self._gradient(*game)

@@ -172,6 +172,17 @@ def test_same_parameters_on_any_rank_count(tmp_path):
     assert len(logs[0]) == 6 and all(log == logs[0] for log in logs)
 
 
+def test_advantages_standardised_over_the_update_are_the_same_bits_on_any_rank_count(tmp_path):
+    """standardise_over='update' pools every game of an update over the ranks (an allgather,
+    summed exactly): 1, 2 and 3 ranks give the same parameters, other than 'game''s."""
+    flags = [SCRIPT, "--updates", "4", "--standardise-over", "update"]
+    hashes = {n: _hash(run_mpi(n, [*flags, "--log-dir", str(tmp_path / str(n))], timeout=240))
+              for n in (1, 2, 3)}  # fmt: skip
+    assert len(set(hashes.values())) == 1, hashes
+    per_game = _hash(run_mpi(1, [SCRIPT, "--updates", "4", "--log-dir", str(tmp_path / "g")]))
+    assert per_game != hashes[1]
+
+
 def test_exact_resume_matches_an_uninterrupted_run(tmp_path):
     whole = _hash(run_mpi(2, [SCRIPT, "--updates", "6", "--log-dir", str(tmp_path / "a")]))
     first = run_mpi(2, [SCRIPT, "--updates", "3", "--log-dir", str(tmp_path / "b")])

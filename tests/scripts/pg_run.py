@@ -10,6 +10,7 @@ it saves DIR/checkpoint.npz; with --resume it starts from that file. --pid-file 
 rank's pid to DIR/pid.<rank> (for the SIGKILL test); --raise-on-rank R raises on rank R only
 after the first update; --max-episode-steps caps each game; --frame-skip 2-4 plays Pong with
 Pong-v0's drawn frame skips; --value-baseline C adds a learned baseline of that weight;
+--standardise-over update standardises the advantages over every game of an update;
 --evaluate N then prints ``EVAL <evaluation>`` of N games.
 """
 
@@ -34,6 +35,7 @@ p.add_argument("--max-episode-steps", type=int, default=27_000)
 p.add_argument("--frame-skip", default="4")
 p.add_argument("--evaluate", type=int, default=0)
 p.add_argument("--value-baseline", type=float, default=0.0)
+p.add_argument("--standardise-over", default="game")
 args = p.parse_args()
 
 ck = args.log_dir / "checkpoint.npz"
@@ -54,6 +56,7 @@ else:
         max_episode_steps=args.max_episode_steps,
         frame_skip=[int(x) for x in args.frame_skip.split("-")] if "-" in args.frame_skip else 4,
         value_baseline=args.value_baseline,
+        standardise_over=args.standardise_over,
         seed=5,
         exact_reduction=bool(args.exact),
         log_dir=args.log_dir,
