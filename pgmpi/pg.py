@@ -166,13 +166,13 @@ class ParallelPG(PGRun):
         game of the update on every rank ('update': an allgather of each game's count, sum and
         sum of squares, added exactly, so any rank count gives the same bits)."""
         if self.config["standardise_over"] == "game":
-            return [(*b[:3], standardise(b[3]).astype(np.float32)) for _, b in batch]
-        mine = [(len(b[3]), b[3].sum(), (b[3] ** 2).sum()) for _, b in batch]  # per game
+            return [(*b[:3], standardise(b[3]).astype(np.float32)) for b in batch]
+        mine = [(len(b[3]), b[3].sum(), (b[3] ** 2).sum()) for b in batch]  # per game
         every = [g for games in mpi.allgather_object(mine) for g in games]  # collective
         n, total, squares = (math.fsum(g[i] for g in every) for i in range(3))  # exact sums
         mean = total / max(n, 1)
         std = math.sqrt(max(squares / max(n, 1) - mean * mean, 0.0)) or 1.0
-        return [(*b[:3], ((b[3] - mean) / std).astype(np.float32)) for _, b in batch]
+        return [(*b[:3], ((b[3] - mean) / std).astype(np.float32)) for b in batch]
 
     def _gradient(self, steps: rollout.Piece, returns, values, adv) -> tuple:
         """The REINFORCE gradient of a game's finished rallies: d log pi weighted by the
@@ -232,8 +232,8 @@ class ParallelPG(PGRun):
             self.net, games, streams, min_steps=c["steps_per_slot"], whole_games=c["whole_games"]
         )
         t1 = time.perf_counter()
-        batch = [(k, self._batch(k, piece)) for k, piece in zip(self.mine, pieces, strict=True)]
-        batch = self._standardised([(k, b) for k, b in batch if b is not None])
+        batch = [self._batch(k, piece) for k, piece in zip(self.mine, pieces, strict=True)]
+        batch = self._standardised([b for b in batch if b is not None])
         total = mpi.ExactSum(self.net.params.size, terms=c["slots"], exact=c["exact_reduction"])
         for game in batch:
             rows, block = self._gradient(*game)

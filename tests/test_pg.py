@@ -509,11 +509,10 @@ def test_advantages_standardised_per_game_or_over_the_whole_update():
     """'game': each game's advantages have mean 0 and std 1; 'update': only all of them
     together do (the same mean and std for every game); with one game the two agree."""
     rng = np.random.default_rng(3)
-    games = [(k, (None, None, None, rng.normal(2.0 * k, 1.0 + k, size=50 + 10 * k)))
-             for k in range(3)]  # fmt: skip
+    games = [(None, None, None, rng.normal(2.0 * k, 1.0 + k, size=50 + 10 * k)) for k in range(3)]
     per_game = _cartpole(slots=3)._standardised(games)
     pooled = _cartpole(slots=3, standardise_over="update")._standardised(games)
-    for (_, (*_, a)), b in zip(games, per_game, strict=True):
+    for (*_, a), b in zip(games, per_game, strict=True):
         np.testing.assert_allclose(b[3], standardise(a), rtol=1e-6)
     for adv in [b[3] for b in per_game]:
         assert abs(adv.mean()) < 1e-5 and adv.std() == pytest.approx(1, rel=1e-5)
