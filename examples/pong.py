@@ -16,13 +16,14 @@ of games at once (16 on 2 ranks; the rule is in README.md, Glossary), each playi
 512 agent steps per update (a rally still open carries over), Adam with learning rate 4e-3
 on the mean gradient, an entropy bonus (with sticky actions 0.03 at the start, moved linearly
 to 0.01 over the first 3 M agent steps; deterministic, 0.01 throughout) and a learned
-baseline of weight 0.05 (a value output), both the step size and the bonus decayed from 10 M
-agent steps on (halved 8 M later); the policy it plays when evaluated is the running average
-of its parameters (half-life 200 updates).
+baseline of weight 0.05 (a value output), the advantages standardised over all the games of
+an update, both the step size and the bonus decayed from 10 M agent steps on (halved 8 M
+later); the policy it plays when evaluated is the running average of its parameters
+(half-life 200 updates).
 "karpathy" is the post's algorithm in the post's game: 10 whole games per update, summed
-gradient, RMSProp 1e-4, no bonus, baseline or decay, the live parameters, on Pong-v0's
-dynamics (a frame skip drawn from 2, 3, 4 at every step, and sticky actions). Any flag
-given replaces the preset's value.
+gradient, RMSProp 1e-4, no bonus, baseline or decay, each game's advantages standardised
+alone, the live parameters, on Pong-v0's dynamics (a frame skip drawn from 2, 3, 4 at
+every step, and sticky actions). Any flag given replaces the preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every
 --checkpoint-every updates, at the end, and on Ctrl-C (at the end of the update under way;
 again, 3 s or more later, to stop at once), and writes LOG_DIR/progress.csv (plot it with

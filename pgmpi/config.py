@@ -118,9 +118,10 @@ class PGConfig(Settings):
     saved mid-way; yes for other envs)"""
     batch_gradient: Literal["mean", "sum"] = "mean"
     """'mean' over slots, or 'sum' (the post's)"""
-    standardise_over: Literal["game", "update"] = "game"
-    """advantages standardised over each game's rallies that finished in the update ('game';
-    the post's, over its whole games), or over every game of the update ('update')"""
+    standardise_over: Literal["game", "update"] = "update"
+    """advantages standardised over every game of the update, on every rank ('update'), or
+    over each game's rallies that finished in the update ('game'; the post's, over each of
+    its whole games)"""
     sticky_actions: bool = True
     """Pong with ALE v5's sticky actions (repeat probability 0.25, the standard since Machado
     et al. 2018); --deterministic turns them off"""
@@ -208,7 +209,7 @@ class PGConfig(Settings):
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  average_half_life=0.0, value_baseline=0.0, decay_from=0,
-                 entropy_final=None)  # fmt: skip
+                 entropy_final=None, standardise_over="game")  # fmt: skip
 # Settings screened, not adopted, then removed (docs/screens.md: each screen and the commit
 # that ran it), with the value today's code plays: a checkpoint that holds one at that value
 # loads as before; at another (PPO's epochs > 1, GAE's lambda, ...), code that is gone

@@ -2,17 +2,20 @@
 
 The learning rule is the one of Andrej Karpathy's post "Deep Reinforcement Learning: Pong
 from Pixels" (2016): a two-layer policy network, REINFORCE with discounted returns that
-restart at every point (a Pong rally) and are standardised, then a gradient step. Of the
+restart at every point (a Pong rally) and are standardised (by default over all the games of
+an update; the post, over each game), then a gradient step. Of the
 ``PRESETS`` (in :mod:`pgmpi.presets`), ``karpathy`` is the post exactly: 10 whole games per
 update, their gradients summed, RMSProp 1e-4; ``fast``, the defaults, learns faster.
 
 Work split (docs/how-it-is-parallel.md): ``slots`` persistent games, game k played by
 rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed on (seed,
-update, k). An update (:meth:`ParallelPG.step`) makes two collectives: one exact Allreduce
-sums every game's gradient, so every rank takes the same optimizer step and parameters stay
-identical, bit for bit on any rank count, never sent; one small allgather then hands every
-rank the scores of the games that ended, every rank's seconds and each game's diagnostics
-(:mod:`pgmpi.diagnostics`: entropy, points won, the baseline's fit), so all log the same row.
+update, k). An update (:meth:`ParallelPG.step`) makes three collectives: a small allgather
+of each game's advantage sums (``standardise_over`` 'update', the default; none with 'game')
+standardises them over every game; one exact Allreduce sums every game's gradient, so every
+rank takes the same optimizer step and parameters stay identical, bit for bit on any rank
+count, never sent; one small allgather then hands every rank the scores of the games that
+ended, every rank's seconds and each game's diagnostics (:mod:`pgmpi.diagnostics`: entropy,
+points won, the baseline's fit), so all log the same row.
 (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a small Allreduce of
 the stop signals and time-limit votes, so all stop together; with ``trace``, a gather of
 every rank's seconds; when it saves, the checkpoint's gather of the games in progress.)
@@ -220,10 +223,10 @@ class ParallelPG(PGRun):
         the optimizer step, then the book-keeping (:meth:`pgmpi.pg_run.PGRun._book_keeping`).
         Returns the row to log, with this rank's seconds (see :meth:`pgmpi.loop.Trainable.step`).
 
-        Collective: every rank must call this. It makes two collectives: the Allreduce that
-        sums the gradients (a flat buffer, with a count of the games left out as non-finite),
-        and the book-keeping's small allgather (with ``standardise_over`` 'update', a third:
-        :meth:`_standardised`'s)."""
+        Collective: every rank must call this. It makes three collectives: the small
+        allgather of :meth:`_standardised` (none with ``standardise_over`` 'game'), the
+        Allreduce that sums the gradients (a flat buffer, with a count of the games left out
+        as non-finite), and the book-keeping's small allgather."""
         c = self.config
         t0 = time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]

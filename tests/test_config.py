@@ -20,7 +20,7 @@ def test_presets_are_the_defaults_with_some_fields_replaced():
     assert changed == {
         "optimizer", "learning_rate", "slots", "steps_per_slot", "whole_games", "batch_gradient",
         "entropy_bonus", "frame_skip", "average_half_life", "value_baseline",
-        "lr_decay_steps",
+        "lr_decay_steps", "standardise_over",
     }  # fmt: skip
     assert PRESETS["karpathy"].entropy_bonus == 0 and PGConfig().entropy_bonus is None  # per env
     assert PRESETS["karpathy"].average_half_life == 0 < PGConfig().average_half_life  # live

@@ -340,26 +340,28 @@ def test_the_run_header_says_which_pong_protocol_is_in_force():
 
 
 def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
-    """A checkpoint written before entropy_bonus, decay_from and the screens' settings
-    (entropy_final, entropy_steps) existed lacks them (rewritten here without them): it
-    resumes with the values in force then (no bonus, a decay from the first step), not
-    today's defaults, into the same log dir, exactly as a run never stopped."""
+    """A checkpoint written before entropy_bonus, decay_from, standardise_over and the
+    screens' settings (entropy_final, entropy_steps) existed lacks them (rewritten here
+    without them): it resumes with the values in force then (no bonus, a decay from the first
+    step, each game standardised alone), not today's defaults, into the same log dir, exactly
+    as a run never stopped."""
     import json
 
     ck = tmp_path / "ck.npz"
-    then = dict(entropy_bonus=0.0, lr_decay_steps=100, decay_from=0)
+    then = dict(entropy_bonus=0.0, lr_decay_steps=100, decay_from=0, standardise_over="game")
     whole = _cartpole(**then).train(episodes=16)
     _cartpole(**then).train(episodes=8).save(ck)
     with np.load(ck) as data:
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
-    for name in ("entropy_bonus", "decay_from", "entropy_final", "entropy_steps"):
+    for name in ("entropy_bonus", "decay_from", "entropy_final", "entropy_steps",
+                 "standardise_over"):  # fmt: skip
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
-    assert back.config["entropy_final"] is None
+    assert back.config["entropy_final"] is None and back.config["standardise_over"] == "game"
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
@@ -510,7 +512,7 @@ def test_advantages_standardised_per_game_or_over_the_whole_update():
     together do (the same mean and std for every game); with one game the two agree."""
     rng = np.random.default_rng(3)
     games = [(None, None, None, rng.normal(2.0 * k, 1.0 + k, size=50 + 10 * k)) for k in range(3)]
-    per_game = _cartpole(slots=3)._standardised(games)
+    per_game = _cartpole(slots=3, standardise_over="game")._standardised(games)
     pooled = _cartpole(slots=3, standardise_over="update")._standardised(games)
     for (*_, a), b in zip(games, per_game, strict=True):
         np.testing.assert_allclose(b[3], standardise(a), rtol=1e-6)

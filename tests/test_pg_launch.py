@@ -179,7 +179,8 @@ def test_advantages_standardised_over_the_update_are_the_same_bits_on_any_rank_c
     hashes = {n: _hash(run_mpi(n, [*flags, "--log-dir", str(tmp_path / str(n))], timeout=240))
               for n in (1, 2, 3)}  # fmt: skip
     assert len(set(hashes.values())) == 1, hashes
-    per_game = _hash(run_mpi(1, [SCRIPT, "--updates", "4", "--log-dir", str(tmp_path / "g")]))
+    game = ["--standardise-over", "game", "--log-dir", str(tmp_path / "g")]
+    per_game = _hash(run_mpi(1, [SCRIPT, "--updates", "4", *game]))
     assert per_game != hashes[1]
 
 

@@ -10,7 +10,8 @@ it saves DIR/checkpoint.npz; with --resume it starts from that file. --pid-file 
 rank's pid to DIR/pid.<rank> (for the SIGKILL test); --raise-on-rank R raises on rank R only
 after the first update; --max-episode-steps caps each game; --frame-skip 2-4 plays Pong with
 Pong-v0's drawn frame skips; --value-baseline C adds a learned baseline of that weight;
---standardise-over update standardises the advantages over every game of an update;
+--standardise-over game standardises each game's advantages alone (the post's; the default
+is the library's, over every game of an update);
 --evaluate N then prints ``EVAL <evaluation>`` of N games.
 """
 
@@ -35,7 +36,7 @@ p.add_argument("--max-episode-steps", type=int, default=27_000)
 p.add_argument("--frame-skip", default="4")
 p.add_argument("--evaluate", type=int, default=0)
 p.add_argument("--value-baseline", type=float, default=0.0)
-p.add_argument("--standardise-over", default="game")
+p.add_argument("--standardise-over", default="update")
 args = p.parse_args()
 
 ck = args.log_dir / "checkpoint.npz"
