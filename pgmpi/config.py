@@ -118,10 +118,11 @@ class PGConfig(Settings):
     saved mid-way; yes for other envs)"""
     batch_gradient: Literal["mean", "sum"] = "mean"
     """'mean' over slots, or 'sum' (the post's)"""
-    standardise_over: Literal["game", "update"] = "update"
+    standardise_over: Literal["game", "update"] | None = None
     """advantages standardised over every game of the update, on every rank ('update'), or
     over each game's rallies that finished in the update ('game'; the post's, over each of
-    its whole games)"""
+    its whole games); None: 'game' for deterministic Pong (it passed 0 sooner so, on 2 of 3
+    seeds), 'update' for sticky Pong and other envs, as screened in docs/screens.md"""
     sticky_actions: bool = True
     """Pong with ALE v5's sticky actions (repeat probability 0.25, the standard since Machado
     et al. 2018); --deterministic turns them off"""
@@ -159,7 +160,8 @@ class PGConfig(Settings):
             ("steps_per_slot", lambda x: at_least(x, 1), "an int >= 1"),
             ("whole_games", lambda x: x is None or is_bool(x), "None, True or False"),
             ("batch_gradient", lambda x: x in ("mean", "sum"), "'mean' or 'sum'"),
-            ("standardise_over", lambda x: x in ("game", "update"), "'game' or 'update'"),
+            ("standardise_over", lambda x: x in (None, "game", "update"),
+             "None, 'game' or 'update'"),
             ("sticky_actions", is_bool, "True or False"),
             ("frame_skip", _skips, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] with "
              f"1 <= low <= high <= {MAX_FRAME_SKIP}"),
@@ -188,7 +190,8 @@ class PGConfig(Settings):
         least 16 and, given the env's ``probe``: ``whole_games`` None made False for Pong (its
         games can be saved mid-game), True for other envs; ``value_baseline`` None made 0.05
         for Pong and 0 for other envs; ``entropy_bonus`` None made Pong's schedule with sticky
-        actions (0.03, to ``entropy_final`` or else 0.01) and 0.01 otherwise."""
+        actions (0.03, to ``entropy_final`` or else 0.01) and 0.01 otherwise;
+        ``standardise_over`` None made 'game' for deterministic Pong, 'update' otherwise."""
         slots = self.slots if is_int(self.slots) else ranks * math.ceil(REFERENCE_SLOTS / ranks)
         cfg = replace(self, slots=slots)
         if probe is not None and self.whole_games is None:
@@ -202,6 +205,9 @@ class PGConfig(Settings):
                 cfg = replace(cfg, entropy_bonus=STICKY_ENTROPY[0], entropy_final=final)
             else:  # deterministic Pong passed 0 sooner without it, on 2 of 3 seeds
                 cfg = replace(cfg, entropy_bonus=ENTROPY_BONUS)
+        if probe is not None and self.standardise_over is None:
+            memorised = probe.is_pong and not self.sticky_actions  # slower over the update
+            cfg = replace(cfg, standardise_over="game" if memorised else "update")
         return cfg
 
 

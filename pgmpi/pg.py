@@ -10,12 +10,13 @@ update, their gradients summed, RMSProp 1e-4; ``fast``, the defaults, learns fas
 Work split (docs/how-it-is-parallel.md): ``slots`` persistent games, game k played by
 rank k % n, each ``steps_per_slot`` agent steps per update with randomness keyed on (seed,
 update, k). An update (:meth:`ParallelPG.step`) makes three collectives: a small allgather
-of each game's advantage sums (``standardise_over`` 'update', the default; none with 'game')
-standardises them over every game; one exact Allreduce sums every game's gradient, so every
-rank takes the same optimizer step and parameters stay identical, bit for bit on any rank
-count, never sent; one small allgather then hands every rank the scores of the games that
-ended, every rank's seconds and each game's diagnostics (:mod:`pgmpi.diagnostics`: entropy,
-points won, the baseline's fit), so all log the same row.
+of each game's advantage sums (``standardise_over`` 'update'; none with 'game',
+deterministic Pong's default) standardises them over every game; one exact Allreduce sums
+every game's gradient, so every rank takes the same optimizer step and parameters stay
+identical, bit for bit on any rank count, never sent; one small allgather then hands every
+rank the scores of the games that ended, every rank's seconds and each game's diagnostics
+(:mod:`pgmpi.diagnostics`: entropy, points won, the baseline's fit), so all log the same
+row.
 (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a small Allreduce of
 the stop signals and time-limit votes, so all stop together; with ``trace``, a gather of
 every rank's seconds; when it saves, the checkpoint's gather of the games in progress.)

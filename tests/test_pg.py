@@ -319,6 +319,17 @@ def test_the_default_entropy_schedule_is_sticky_pongs_and_others_keep_a_constant
     np.testing.assert_array_equal(cartpole.net.params, pinned.net.params)
 
 
+def test_advantages_are_standardised_over_the_update_but_in_deterministic_pong():
+    """standardise_over None: over every game of the update for sticky Pong and other envs;
+    each game alone for deterministic Pong (the default before, the same bits as passing it)."""
+    assert ParallelPG(hidden_size=4, slots=1, quiet=True).config["standardise_over"] == "update"
+    plain = ParallelPG(hidden_size=4, slots=1, quiet=True, sticky_actions=False).config
+    assert plain["standardise_over"] == "game"
+    assert _cartpole().config["standardise_over"] == "update"
+    given = ParallelPG(hidden_size=4, slots=1, quiet=True, standardise_over="game").config
+    assert given["standardise_over"] == "game"
+
+
 def test_the_default_baseline_is_pongs_and_other_envs_get_none():
     """value_baseline None: 0.05 for Pong, whose returns lie in [-1, 1]; none for CartPole,
     whose unscaled returns would swamp the standardised advantages (it then fails to learn)."""
