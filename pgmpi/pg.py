@@ -2,9 +2,9 @@
 
 The learning rule is the one of Andrej Karpathy's post "Deep Reinforcement Learning: Pong
 from Pixels" (2016): a two-layer policy network, REINFORCE with discounted returns that
-restart at every point (a Pong rally) and are standardised (by default over all the games of
-an update; the post, over each game), then a gradient step. Of the
-``PRESETS`` (in :mod:`pgmpi.presets`), ``karpathy`` is the post exactly: 10 whole games per
+restart at every point (a Pong rally) and are standardised (over all the games of an update;
+over each game in the post and, by default, in deterministic Pong), then a gradient step. Of
+the ``PRESETS`` (in :mod:`pgmpi.presets`), ``karpathy`` is the post exactly: 10 whole games per
 update, their gradients summed, RMSProp 1e-4; ``fast``, the defaults, learns faster.
 
 Work split (docs/how-it-is-parallel.md): ``slots`` persistent games, game k played by
@@ -15,8 +15,7 @@ deterministic Pong's default) standardises them over every game; one exact Allre
 every game's gradient, so every rank takes the same optimizer step and parameters stay
 identical, bit for bit on any rank count, never sent; one small allgather then hands every
 rank the scores of the games that ended, every rank's seconds and each game's diagnostics
-(:mod:`pgmpi.diagnostics`: entropy, points won, the baseline's fit), so all log the same
-row.
+(:mod:`pgmpi.diagnostics`: entropy, points won, the baseline's fit), so all log the same row.
 (The loop, :func:`pgmpi.loop.train`, makes its own after each update: a small Allreduce of
 the stop signals and time-limit votes, so all stop together; with ``trace``, a gather of
 every rank's seconds; when it saves, the checkpoint's gather of the games in progress.)

@@ -36,7 +36,7 @@ p.add_argument("--max-episode-steps", type=int, default=27_000)
 p.add_argument("--frame-skip", default="4")
 p.add_argument("--evaluate", type=int, default=0)
 p.add_argument("--value-baseline", type=float, default=0.0)
-p.add_argument("--standardise-over", default="update")
+p.add_argument("--standardise-over", default=None)
 args = p.parse_args()
 
 ck = args.log_dir / "checkpoint.npz"
