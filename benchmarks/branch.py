@@ -15,7 +15,8 @@ average and games in progress; a population and its fitness history) and counter
 progress.csv up to the checkpoint's update or generation; only the settings named change
 (``NAME=VALUE``, the value read as JSON: ``null`` for None), and only those that leave the
 state's shapes and the games in progress as they are (``BRANCHABLE``, per algorithm; a
-PrunedGA branch may also change how long its episodes play, evaluations' included). The
+PrunedGA branch may also change how long its episodes play, evaluations' included, and what
+its training episodes charge for their actions). The
 checkpoint and config.json say the new values, so a resume (``examples/pong.py --resume`` or
 ``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it finds)
 plays on with them: up to the checkpoint the branch is its parent, bit for bit, and two
@@ -43,7 +44,8 @@ BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
                    "entropy_final", "entropy_steps", "gamma"),
     "PrunedGA": ("mutation_rate", "restore_rate",  # the next generation's children on
-                 "max_episode_steps", "stall_steps"),  # the next generation's episodes on
+                 "max_episode_steps", "stall_steps",  # the next generation's episodes on
+                 "action_cost"),
 }  # fmt: skip
 CONFIGS = {"ParallelPG": (PGConfig, "update"), "PrunedGA": (GAConfig, "generation")}
 

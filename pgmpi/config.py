@@ -285,6 +285,11 @@ class GAConfig(Settings):
     """a training episode also ends once its return has gone this many steps without a new
     high, and scores the return it has (a walker standing still stops costing steps); None
     (the original): it plays on. Evaluations always play whole episodes"""
+    action_cost: float = 0.0
+    """fitness shaping for continuous actions: each step of a training episode also costs this
+    times the sum of its action's |a| (BipedalWalker itself charges 0.028 for torque), so
+    selection prefers networks that spend less; 0 (the original): the env's rewards alone.
+    Evaluations score the env's rewards"""
     seed: int = 0
     """root seed of every random stream in the run"""
 
@@ -305,6 +310,9 @@ class GAConfig(Settings):
             ("complexity_weight", lambda x: is_real(x) and x >= 0, "a number >= 0"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
             ("stall_steps", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),
+            ("action_cost", lambda x: is_real(x) and x >= 0, "a number >= 0"),
+            ("action_cost", lambda x: x == 0 or probe is None or not probe.discrete,
+             "0 for discrete actions (an action is an index)"),
         ]) or memory.ga_problem(probe, s)  # fmt: skip
 
     def resolved(self, probe, ranks: int) -> GAConfig:

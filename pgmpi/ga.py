@@ -20,8 +20,9 @@ sizes spread from the population's (or is fixed); with the signed genome a paren
 connections (Hebbian activity, measured in play) are pruned more often. A screen's options,
 off by default, give back pruned connections (``restore_rate``), scale the signed weights
 (``weight_scale``), make the best keep its lead only on fresh fitness (``best_reevaluation``),
-rank a surviving elite by its mean over the generations it has played (``elite_averaging``)
-and end training episodes that stop gaining (``stall_steps``).
+rank a surviving elite by its mean over the generations it has played (``elite_averaging``),
+end training episodes that stop gaining (``stall_steps``) and charge training episodes for
+their actions' size (``action_cost``).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the
@@ -173,12 +174,14 @@ class PrunedGA(GARun):
         results depend on which units this rank played before); ``activity`` (float64 (W,),
         or None) gets each connection's mean Hebbian term per step at the end (recorded by a
         :class:`~pgmpi.genomes.Trace`). A ``training`` episode ends early if it stalls
-        (``stall_steps``); an evaluation's plays to its end."""
+        (``stall_steps``) and charges its actions (``action_cost``); an evaluation's plays to
+        its end and scores the env's rewards."""
         game = Game(self._env, self.config["max_episode_steps"])
         trace = None if activity is None else genomes.Trace(self.net.shapes, activity)
         act = lambda game: self._action(weights, game.obs, trace)  # noqa: E731
-        stall = self.config["stall_steps"] if training else None
-        return rollout.Episode(game, act, stream, trace, stall)
+        cfg = self.config
+        stall, cost = (cfg["stall_steps"], cfg["action_cost"]) if training else (None, 0.0)
+        return rollout.Episode(game, act, stream, trace, stall, cost)
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray, activity=None):
         a = self.net.act(weights, obs) if activity is None else self.net.act(weights, obs, activity)

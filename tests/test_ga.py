@@ -8,7 +8,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, PrunedGA, checkpoint
+from pgmpi import ConfigError, PrunedGA, checkpoint, rollout
+from pgmpi.envs import Game
 from pgmpi.optimizers import PruningOptimizer
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=12, episodes_per_individual=2)
@@ -119,6 +120,7 @@ SCREEN_SETTINGS = (
     "best_reevaluation",
     "elite_averaging",
     "stall_steps",
+    "action_cost",
 )
 
 
@@ -155,6 +157,27 @@ def test_stall_steps_end_training_episodes_that_stop_gaining_but_not_evaluations
     assert cut[1] == 11 and full[1] == 200 and cut[0] > full[0]  # the same first steps, fewer
 
 
+def test_action_cost_charges_training_episodes_for_their_actions_but_not_evaluations():
+    pendulum = dict(env="Pendulum-v1", hidden_sizes=[4], population_size=6, quiet=True)
+    plain, charged = PrunedGA(**pendulum), PrunedGA(**pendulum, action_cost=0.5)
+    weights = plain.net.weights(plain.optimizer.ask()[0])  # the same network in both
+    sizes = []  # each step's sum of |a|, played apart from either run
+
+    def act(game):
+        action = plain._action(weights, game.obs)
+        sizes.append(float(np.abs(action).sum()))
+        return action
+
+    rollout.Episode(Game("Pendulum-v1"), act, np.random.default_rng(1)).finish()
+    env_return, steps = plain._play(weights, np.random.default_rng(1))
+    cost_return, cost_steps = charged._play(weights, np.random.default_rng(1))
+    assert cost_steps == steps == len(sizes) == 200 and sum(sizes) > 1
+    assert cost_return == pytest.approx(env_return - 0.5 * sum(sizes), rel=1e-9)
+    evaluation = charged._play(weights, np.random.default_rng(1), training=False)
+    assert evaluation == (env_return, steps)  # evaluations score the env's rewards alone
+    assert (charged.train(generations=1).evaluation.steps == 200).all()
+
+
 def test_load_refuses_other_files(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         PrunedGA.load(tmp_path / "missing.npz")
@@ -179,6 +202,8 @@ def test_load_refuses_other_files(tmp_path):
         (dict(best_reevaluation="yes"), "best_reevaluation must be True or False, got 'yes'"),
         (dict(elite_averaging=1), "elite_averaging must be True or False, got 1"),
         (dict(stall_steps=0), "stall_steps must be None or an int >= 1, got 0"),
+        (dict(action_cost=-0.1), "action_cost must be a number >= 0, got -0.1"),
+        (dict(action_cost=0.1), "action_cost must be 0 for discrete actions"),  # CartPole's
         (dict(blas_threads=0), "blas_threads must be None or an int >= 1"),
         (dict(env="NoSuchEnv-v0"), "cannot make env 'NoSuchEnv-v0'"),
         (dict(env="FrozenLake-v1"), "is not a 1-D Box"),
