@@ -54,13 +54,16 @@ def add_figure_flags(parser, name: str) -> None:
 
 def save_figure(fig, path: Path, rect: tuple = (0, 0, 1, 1)) -> Path:
     """Lay out ``fig``'s axes within ``rect`` (figure fractions), write it to ``path`` (legends
-    outside the axes included) and close it."""
+    outside the axes included) and close it. Written whole or not at all: a run killed while
+    drawing leaves the figure it had, never an empty file."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout(rect=rect)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    part = path.with_name(f".{path.name}.part")
+    fig.savefig(part, dpi=100, bbox_inches="tight", format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
+    os.replace(part, path)
     return path
 
 

@@ -41,6 +41,26 @@ def test_the_bars_show_each_runs_whole_share_against_the_targets(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
 
 
+def test_a_figure_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    path = tmp_path / "figure.png"
+    path.write_bytes(b"the figure before")
+    fig = plt.figure()
+
+    def killed(part, **kwargs):  # a run killed while writing: part of the file, then no more
+        open(part, "wb").close()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fig, "savefig", killed)
+    with pytest.raises(KeyboardInterrupt):
+        common.save_figure(fig, path)
+    assert path.read_bytes() == b"the figure before"
+    monkeypatch.undo()
+    assert common.save_figure(plt.figure(), path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["figure.png"]  # the part became it
+
+
 def test_every_docs_figure_is_one_that_figures_py_draws():
     """Each PNG in docs/figures is named among what ``benchmarks/figures.py --docs`` writes
     (its docstring lists them, and the launch test checks the drawing), and each kept input
