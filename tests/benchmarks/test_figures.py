@@ -12,7 +12,8 @@ from ga_simulate import by_generation
 
 def test_a_runs_tag_reads_as_words():
     assert common.run_label("s1536-b262k-v05-0") == (
-        "1,536 slots, the 1,536-rank rule (171 steps a slot), today's default, seed 0"
+        "1,536 slots, the 1,536-rank rule (171 steps a slot), "
+        "the default before the entropy schedule, seed 0"
     )
     assert common.run_label("fast-sticky-ent-1") == (
         "sticky actions, the default before the baseline, seed 1"
