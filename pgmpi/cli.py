@@ -274,7 +274,8 @@ NO_FLAG = {"gamma", "whole_games", "batch_gradient", "max_episode_steps", "exact
 # run could use fails at parse time (exit status 2), naming the flag.
 PARSERS = {
     **dict.fromkeys(["hidden_size", "hidden_sizes", "slots", "steps_per_slot", "population_size",
-                     "episodes_per_individual", "noise_table_size", "entropy_steps"],
+                     "episodes_per_individual", "noise_table_size", "entropy_steps",
+                     "synapses"],
                     positive_int),
     **dict.fromkeys(["decay_rate", "elite_fraction", "prune_rate",
                      "restore_rate"], fraction),

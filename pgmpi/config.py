@@ -252,6 +252,10 @@ class GAConfig(Settings):
     weight_scale: float = 1.0
     """the signed-dag genome's weights are standard normal draws times this (1 in the
     original); 'ones' keeps 1"""
+    synapses: int = 1
+    """the signed-dag genome's synapses per connection, each a draw over sqrt(synapses) kept or
+    pruned on its own, the connection weighing the sum of its kept ones, so that losing one
+    changes its weight rather than removing it; 1 (the original): one per connection"""
     population_size: int = 128
     """individuals per generation"""
     episodes_per_individual: int = 8
@@ -306,6 +310,9 @@ class GAConfig(Settings):
             ("weight_scale", lambda x: is_real(x) and x > 0, "a number > 0"),
             ("weight_scale", lambda x: s.genome != "ones" or x == 1,
              "1 with genome 'ones' (its weights are 1)"),
+            ("synapses", lambda x: at_least(x, 1), "an int >= 1"),
+            ("synapses", lambda x: s.genome != "ones" or x == 1,
+             "1 with genome 'ones' (a connection is 1 or pruned)"),
             ("episodes_per_individual", lambda x: at_least(x, 1), "an int >= 1"),
             ("complexity_weight", lambda x: is_real(x) and x >= 0, "a number >= 0"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),

@@ -19,7 +19,8 @@ parent's connections is pruned with the mutation rate, which follows how far the
 sizes spread from the population's (or is fixed); with the signed genome a parent's less active
 connections (Hebbian activity, measured in play) are pruned more often. A screen's options,
 off by default, give back pruned connections (``restore_rate``), scale the signed weights
-(``weight_scale``), make the best keep its lead only on fresh fitness (``best_reevaluation``),
+(``weight_scale``), give each connection several synapses to lose one at a time
+(``synapses``), make the best keep its lead only on fresh fitness (``best_reevaluation``),
 rank a surviving elite by its mean over the generations it has played (``elite_averaging``),
 end training episodes that stop gaining (``stall_steps``) and charge training episodes for
 their actions' size (``action_cost``).
@@ -120,7 +121,9 @@ class PrunedGA(GARun):
         options.cap_blas_threads()
         self.probe = probe
         layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
-        self.net = genomes.make(cfg.genome, layers, probe.discrete, cfg.seed, cfg.weight_scale)
+        self.net = genomes.make(
+            cfg.genome, layers, probe.discrete, cfg.seed, cfg.weight_scale, cfg.synapses
+        )
         self.optimizer = PruningOptimizer(
             self.net.n_weights,
             population_size=cfg.population_size,

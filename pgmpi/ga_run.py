@@ -72,9 +72,10 @@ class GARun:
         """For the run header: the genome and network; a step's units are its episodes."""
         net, c = self.net, self.config
         genome = f"genome {c['genome']} ({net.description})"
+        kept = "connections" if net.synapses == 1 else "synapses"  # what a mask keeps or prunes
         P, E = c["population_size"], c["episodes_per_individual"]
         return Description(
-            f"{genome}, layers {net.sizes}, {net.n_weights} connections",
+            f"{genome}, layers {net.sizes}, {net.n_weights} {kept}",
             P * E,
             f"episodes: {P} individuals x {E} each",
             "population_size x episodes_per_individual",

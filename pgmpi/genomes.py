@@ -14,9 +14,14 @@ population is a (P, n_weights) boolean array and learning only ever removes conn
   earlier layer (the input included), tanh on every layer, one output unit more than there
   are actions, and each connection's Hebbian activity recorded while it plays, so that
   pruning can spare the busy ones (:func:`pgmpi.optimizers.hebbian_prune_probabilities`).
+  With ``synapses`` K > 1 (a screen's setting) each connection is K synapses, each its own
+  signed draw kept or pruned on its own, and the connection weighs the sum of its kept ones:
+  pruning one re-draws the connection's weight instead of removing it.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -38,6 +43,7 @@ class PrunedNetwork:
 
     description = "all-ones weights"
     hebbian = False  # act() records no activity
+    synapses = 1  # a connection is one weight, kept or pruned
 
     def __init__(self, sizes: tuple[int, ...], discrete: bool):
         self.sizes = tuple(int(s) for s in sizes)
@@ -81,42 +87,60 @@ class SignedDAG:
     only the masks. Individuals thus differ only by their masks, a "supermask" search over
     one random signed network; the original drew weights for every individual instead.
 
+    With ``synapses`` K > 1, the mask and the values are K blocks of one per connection (all
+    connections' first synapse, then their second, ...), each value divided by sqrt(K), and
+    a connection weighs the sum of its kept synapses' values, added in block order: with all
+    K kept it is N(0, 1) times ``weight_scale`` again, and losing one of them changes its
+    weight, where with K = 1 losing the one removes the connection.
+
     Args:
         sizes: (n_inputs, hidden..., n_outputs), n_outputs the actions.
         discrete: argmax over the actions if True, their tanh if False.
         seed: the run's root seed.
         weight_scale: each value is a standard normal draw times this (as float32; 1, the
             default, leaves the draws' bits as they are: x 1 is exact).
+        synapses: K, synapses per connection (1, the default, draws the same values).
 
     Attributes:
-        values: float32 (n_weights,), read-only: every connection's weight when kept.
+        values: float32 (n_weights,), read-only: every synapse's value when kept.
         shapes: each layer's (n_in, n_out): n_in counts every earlier layer's units.
+        connections: connections of the network; ``n_weights`` is K times as many synapses.
     """
 
     description = "DAG, signed N(0,1) weights, Hebbian pruning"
     hebbian = True  # act() can record each connection's activity
 
-    def __init__(self, sizes: tuple[int, ...], discrete: bool, seed: int, weight_scale=1.0):
+    def __init__(
+        self, sizes: tuple[int, ...], discrete: bool, seed: int, weight_scale=1.0, synapses=1
+    ):
         self.sizes = tuple(int(s) for s in sizes)
         self.discrete = discrete
         units = [*self.sizes[:-1], self.sizes[-1] + 1]
         self.shapes = [(sum(units[:k]), units[k]) for k in range(1, len(units))]
-        self.n_weights = sum(a * b for a, b in self.shapes)
+        self.connections = sum(a * b for a, b in self.shapes)
+        self.synapses = synapses
+        self.n_weights = synapses * self.connections
         stream = rng.stream(seed, rng.INIT, rng.GA_VALUES)
         self.values = stream.standard_normal(self.n_weights, dtype=np.float32)
-        self.values *= np.float32(weight_scale)
+        self.values *= np.float32(weight_scale / math.sqrt(synapses))  # K = 1: weight_scale itself
         self.values.flags.writeable = False
         if weight_scale != 1:
             self.description = self.description.replace("N(0,1)", f"N(0,1) x {weight_scale}")
+        if synapses > 1:
+            self.description += f", {synapses} synapses a connection"
 
     def weights(self, mask: np.ndarray) -> list[np.ndarray]:
         """float32 weight matrices, one (n_in, n_out) per layer, the values where ``mask``
-        (flat bool) keeps a connection and 0 elsewhere; made once per individual."""
+        (flat bool) keeps a synapse and 0 elsewhere, a connection's synapses added in block
+        order; made once per individual."""
+        kept = np.where(mask, self.values, np.float32(0)).reshape(self.synapses, -1)
+        total = kept[0]
+        for block in kept[1:]:
+            total = total + block
         out = []
         start = 0
         for a, b in self.shapes:
-            part = slice(start, start + a * b)
-            out.append(np.where(mask[part], self.values[part], np.float32(0)).reshape(a, b))
+            out.append(total[start : start + a * b].reshape(a, b))
             start += a * b
         return out
 
@@ -144,6 +168,9 @@ class Trace:
     value, the input first), summed over the steps; :meth:`mean` writes the mean per step
     into ``activity`` (float64, laid out as the weights).
 
+    With K synapses a connection (``activity`` K times the connections' size), each synapse
+    gets its connection's term: they join the same two units.
+
     :meth:`record` only keeps the step's units. Many steps' terms are then made at once, a
     layer at a time, and added one step after another in the order played, so each
     connection's sum has the bits of a step-by-step ``activity += outer(|pre|, |post|)``
@@ -152,8 +179,8 @@ class Trace:
 
     def __init__(self, shapes: list[tuple[int, int]], activity: np.ndarray):
         self.shapes, self.activity, self.units = shapes, activity, []
-        self.sums = np.zeros(activity.size)
-        self.batch = max(1, 2**19 // activity.size)  # steps held: at most 4 MB of terms
+        self.sums = np.zeros(sum(a * b for a, b in shapes))  # a connection's, once
+        self.batch = max(1, 2**19 // self.sums.size)  # steps held: at most 4 MB of terms
 
     def record(self, units: np.ndarray) -> None:
         """Keep one step's units (float32, every unit's value, the input first)."""
@@ -176,7 +203,7 @@ class Trace:
     def mean(self, steps: int) -> np.ndarray:
         """``activity``, each connection's mean term per step over ``steps`` steps."""
         self._add()
-        self.activity[:] = self.sums / max(steps, 1)
+        self.activity[:] = np.tile(self.sums / max(steps, 1), self.activity.size // self.sums.size)
         return self.activity
 
 
@@ -187,9 +214,10 @@ def matvec(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (x[:, None] * w).sum(axis=0)
 
 
-def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int, weight_scale=1.0):
+def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int, weight_scale=1.0,
+         synapses=1):  # fmt: skip
     """The network of ``genome`` (one of :data:`GENOMES`) with these layer sizes
-    (``weight_scale``: the signed values', see :class:`SignedDAG`)."""
+    (``weight_scale`` and ``synapses``: the signed genome's, see :class:`SignedDAG`)."""
     if genome == "signed-dag":
-        return SignedDAG(sizes, discrete, seed, weight_scale)
+        return SignedDAG(sizes, discrete, seed, weight_scale, synapses)
     return PrunedNetwork(sizes, discrete)

@@ -47,7 +47,7 @@ def ga_problem(probe, cfg) -> str | None:
         return None
     sizes = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
     if cfg.genome == "signed-dag":  # every layer fed by all earlier ones
-        weights = sum(sum(sizes[:i]) * sizes[i] for i in range(1, len(sizes)))
+        weights = cfg.synapses * sum(sum(sizes[:i]) * sizes[i] for i in range(1, len(sizes)))
     else:
         weights = sum(a * b for a, b in zip(sizes, sizes[1:], strict=False))
     P, E = cfg.population_size, cfg.episodes_per_individual

@@ -43,6 +43,7 @@ def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_fi
         "prune_rate": 0.025,  # HebbianDAG.__init__: mutate_pop(rate=0.025)
         "mutation_rate": 0.01,  # update_pop: hebbian_prune(0.01), every generation
         "restore_rate": 0.0,  # a connection once pruned never comes back
+        "synapses": 1,  # HebbianDAG: one weight per connection
         "best_reevaluation": False,  # pgmpi's rule before the setting: the best keeps its best
         "elite_averaging": False,  # ranked by this generation's fitness alone
         "complexity_weight": 0.0,  # get_fitness: the mean return, its penalty commented out

@@ -117,6 +117,7 @@ def test_checkpoint_is_npz_with_boolean_masks_and_no_pickle(tmp_path):
 SCREEN_SETTINGS = (
     "restore_rate",
     "weight_scale",
+    "synapses",
     "best_reevaluation",
     "elite_averaging",
     "stall_steps",

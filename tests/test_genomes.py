@@ -111,6 +111,47 @@ def test_a_bad_weight_scale_is_a_config_error(settings, message):
         PrunedGA(env="CartPole-v1", **dict(TINY, **settings))
 
 
+def test_synapses_sum_to_a_connection_and_losing_one_changes_its_weight_not_removes_it():
+    one, two = SignedDAG(SIZES, False, 3), SignedDAG(SIZES, False, 3, synapses=2)
+    C = one.connections
+    assert two.n_weights == 2 * C == 2 * one.n_weights and two.connections == C
+    drawn = rng.stream(3, rng.INIT, rng.GA_VALUES).standard_normal(2 * C, dtype=np.float32)
+    assert two.values.tobytes() == (drawn * np.float32(1 / np.sqrt(2))).tobytes()
+    flat = lambda net, mask: np.concatenate([w.ravel() for w in net.weights(mask)])  # noqa: E731
+    both = np.ones(2 * C, bool)
+    assert np.array_equal(flat(two, both), two.values[:C] + two.values[C:])
+    first = both.copy()
+    first[C:] = False  # every connection's second synapse lost: each weighs its first's value
+    assert np.array_equal(flat(two, first), two.values[:C])
+    assert np.all(flat(two, first) != 0) and not np.array_equal(flat(two, first), flat(two, both))
+    assert np.all(flat(two, np.zeros(2 * C, bool)) == 0)  # both lost: the connection is gone
+    assert "2 synapses a connection" in two.description and "synapses" not in one.description
+
+
+def test_a_connections_synapses_share_its_hebbian_activity():
+    net = SignedDAG(SIZES, False, 3, synapses=3)
+    activity = np.zeros(net.n_weights)
+    trace, x = Trace(net.shapes, activity), np.random.default_rng(0).normal(size=SIZES[0])
+    net.act(net.weights(np.ones(net.n_weights, bool)), x, trace)
+    per = trace.mean(1)[: net.connections]
+    assert (per > 0).all() and np.array_equal(activity, np.tile(per, 3))
+
+
+def test_synapses_train_save_and_load_and_are_refused_where_they_mean_nothing(tmp_path):
+    ga = PrunedGA(env="Pendulum-v1", synapses=2, **dict(TINY, max_episode_steps=20))
+    ga.train(generations=2).save(tmp_path / "ga.npz")
+    back = PrunedGA.load(tmp_path / "ga.npz", quiet=True)
+    assert back.config["synapses"] == 2
+    assert back.optimizer.population.shape == (6, 2 * 26)  # 26 connections: 3 x 4 + 7 x 2
+    assert back.evaluate(2) == ga.evaluate(2)
+    for settings, message in [
+        (dict(synapses=0), "synapses must be an int >= 1, got 0"),
+        (dict(synapses=2), "synapses must be 1 with genome 'ones'"),  # CartPole's
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            PrunedGA(env="CartPole-v1", **dict(TINY, **settings))
+
+
 def test_weights_are_the_values_where_the_mask_keeps_them():
     net = SignedDAG(SIZES, False, seed=1)
     mask = np.random.default_rng(1).random(net.n_weights) < 0.5
