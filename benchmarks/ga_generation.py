@@ -66,12 +66,13 @@ def worker(args) -> None:
         print(json.dumps(out), flush=True)
 
 
-SHOWN = ("hidden_sizes", "genome", "population_size", "episodes_per_individual", "elite_averaging")
+SHOWN = ("hidden_sizes", "genome", "population_size", "episodes_per_individual", "synapses",
+         "elite_averaging")  # fmt: skip
 
 
 def settings(args) -> dict:
     """The settings that the flags change from the example's."""
-    return {k: getattr(args, k) for k in SHOWN[:4] if getattr(args, k) is not None}
+    return {k: getattr(args, k) for k in SHOWN[:5] if getattr(args, k) is not None}
 
 
 def env_alone_rate(steps: int, seed: int) -> float:
@@ -117,6 +118,9 @@ def main() -> None:
     p.add_argument("--genome", choices=["ones", "signed-dag"], help="(the example's)")
     p.add_argument("--population-size", type=int, help="(the example's)")
     p.add_argument("--episodes-per-individual", type=int, help="(the example's)")
+    p.add_argument(
+        "--synapses", type=int, help="the signed genome's per connection (the example's)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--alone-steps", type=int, default=20_000, help="env alone, per rank (20000)")
     p.add_argument(
