@@ -203,7 +203,7 @@ class Trace:
     def mean(self, steps: int) -> np.ndarray:
         """``activity``, each connection's mean term per step over ``steps`` steps."""
         self._add()
-        self.activity[:] = np.tile(self.sums / max(steps, 1), self.activity.size // self.sums.size)
+        self.activity.reshape(-1, self.sums.size)[:] = self.sums / max(steps, 1)  # each synapse
         return self.activity
 
 
