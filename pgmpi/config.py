@@ -130,6 +130,9 @@ class PGConfig(Settings):
     """Pong's emulator frames per agent step: 4 (ALE v5's), or [2, 4], drawn uniformly from
     2, 3, 4 at every step from the game's own stream (gym's Pong-v0, the post's game; the
     flag: 4 or 2-4)"""
+    noop: bool = False
+    """Pong: a third action, NOOP, beside the post's up and down, so that the paddle can
+    stand still (a softmax over three in place of one up/down logit; a screen's setting)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """a game that reaches this many agent steps ends, truncated"""
     seed: int = 0
@@ -165,6 +168,7 @@ class PGConfig(Settings):
             ("sticky_actions", is_bool, "True or False"),
             ("frame_skip", _skips, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] with "
              f"1 <= low <= high <= {MAX_FRAME_SKIP}"),
+            ("noop", is_bool, "True or False"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
             ("seed", lambda x: at_least(x, 0), "an int >= 0"),
             ("exact_reduction", is_bool, "True or False"),
@@ -183,6 +187,10 @@ class PGConfig(Settings):
             )
         if not probe.discrete:
             return f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
+        if s.noop and not probe.is_pong:
+            return (
+                f"env {probe.env_id!r}: noop=True adds Pong's NOOP; other envs keep their actions"
+            )
         return memory.pg_problem(probe.n_inputs, probe.n_actions, s, local)
 
     def resolved(self, probe, ranks: int) -> PGConfig:
@@ -215,7 +223,7 @@ class PGConfig(Settings):
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  average_half_life=0.0, value_baseline=0.0, decay_from=0,
-                 entropy_final=None, standardise_over="game")  # fmt: skip
+                 entropy_final=None, standardise_over="game", noop=False)  # fmt: skip
 # Settings screened, not adopted, then removed (docs/screens.md: each screen and the commit
 # that ran it), with the value today's code plays: a checkpoint that holds one at that value
 # loads as before; at another (PPO's epochs > 1, GAE's lambda, ...), code that is gone

@@ -20,12 +20,13 @@ def make_game(
     sticky: bool = False,
     max_steps: int | None = None,
     frame_skip=4,
+    noop: bool = False,
 ) -> Game:
     """A :class:`~pgmpi.pong.PongGame` for Pong's id (``sticky``: with sticky actions;
-    ``frame_skip``: 4, or [low, high] drawn at every step), else a :class:`~pgmpi.envs.Game`
-    of ``env``."""
+    ``frame_skip``: 4, or [low, high] drawn at every step; ``noop``: NOOP a third action),
+    else a :class:`~pgmpi.envs.Game` of ``env``."""
     if env == PONG_ID:
-        return PongGame(sticky, max_steps, frame_skip)
+        return PongGame(sticky, max_steps, frame_skip, noop)
     return Game(env, max_steps)
 
 
@@ -46,4 +47,4 @@ def make_games(env: str | Callable, mine: list[int], cfg, probe: Game) -> dict[i
 
 
 def _game(env, cfg) -> Game:
-    return make_game(env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip)
+    return make_game(env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip, cfg.noop)

@@ -123,7 +123,7 @@ class ParallelPG(PGRun):
         self.options = options
         self._make_env = env  # the id or factory itself: evaluation plays the same env
         options.cap_blas_threads()
-        bernoulli = probe.is_pong  # Pong: one up/down logit
+        bernoulli = probe.is_pong and probe.n_actions == 2  # Pong: one up/down logit
         shape = (probe.n_inputs, cfg.hidden_size, probe.n_actions)
         value = cfg.value_baseline > 0
         self.net = TwoLayerPolicy(*shape, rng.stream(cfg.seed, rng.INIT), bernoulli, value)

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     for e in range(args.episodes):
         stream = rng.stream(args.seed, rng.EVALUATE, 0, e)
         if pong:
-            game = PongGame(sticky, frame_skip=skip)
+            game = PongGame(sticky, frame_skip=skip, noop=agent.config.get("noop", False))
         else:
             game = Game(lambda: make_gym(env_id, render_mode="rgb_array"))
         act = _policy(agent, algorithm, stream, args.greedy)

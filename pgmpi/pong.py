@@ -22,6 +22,7 @@ from pgmpi.envs import PONG_ID, Game
 from pgmpi.networks import dense, sparse
 
 PONG_UP, PONG_DOWN = 2, 3  # ALE action numbers for Pong's paddle (RIGHT = up, LEFT = down)
+PONG_NOOP = 0  # and the paddle left alone: the third action with ``noop``
 STICKY = 0.25  # ALE v5's standard repeat_action_probability (Machado et al., 2018)
 
 
@@ -68,7 +69,7 @@ class PongGame(Game):
     """One persistent game of Pong from pixels (``ALE/Pong-v5``), stepped through ALE.
 
     Inputs are differences of preprocessed frames (6,400), action index 0/1 means paddle
-    up/down, and a rally ends at every point.
+    up/down (2: NOOP, with ``noop``), and a rally ends at every point.
 
     Args:
         sticky: ALE v5's sticky actions: at every emulator frame, with probability 0.25 the
@@ -81,11 +82,15 @@ class PongGame(Game):
         frame_skip: emulator frames per agent step: an int (4, ALE v5's), or ``[low, high]``:
             drawn uniformly from low..high at every step, before that step's sticky draws and
             from the same stream (``[2, 4]``: gym's Pong-v0, the post's game).
+        noop: a third action, NOOP, after up and down (the post has only those two).
     """
 
     is_pong = True
 
-    def __init__(self, sticky: bool = False, max_steps: int | None = None, frame_skip=4):
+    def __init__(
+        self, sticky: bool = False, max_steps: int | None = None, frame_skip=4, noop=False
+    ):
+        self.actions = (PONG_UP, PONG_DOWN, PONG_NOOP) if noop else (PONG_UP, PONG_DOWN)
         super().__init__(PONG_ID, max_steps)  # without ALE's sticky actions: see _advance()
         self.sticky = bool(sticky)
         drawn = isinstance(frame_skip, (list, tuple))
@@ -97,7 +102,7 @@ class PongGame(Game):
         self._seeded = False
         atari = self.env.unwrapped
         self._ale = atari.ale
-        self._ale_actions = [atari._action_set[a] for a in (PONG_UP, PONG_DOWN)]
+        self._ale_actions = [atari._action_set[a] for a in self.actions]
         self._screen = np.empty((210, 160), dtype=np.uint8)  # palette indices
         # The last frame seen, as palette indices (255: none, never a palette index) and as
         # the post's 0/1 foreground, both flat (6400,).
@@ -105,7 +110,7 @@ class PongGame(Game):
         self._prev = np.zeros(6400, dtype=np.int8)
 
     def _sizes(self, obs_space, n_actions: int) -> tuple[int, int]:
-        return 80 * 80, 2
+        return 80 * 80, len(self.actions)
 
     def new_game(self, seed: int) -> None:
         """Start a game whose randomness is fixed by ``seed``."""
@@ -190,7 +195,7 @@ class PongGame(Game):
         return sparse(cur - last), cur
 
     def env_action(self, a: int) -> int:
-        return PONG_UP if a == 0 else PONG_DOWN
+        return self.actions[a]
 
     def screen(self) -> np.ndarray:
         return self._ale.getScreenRGB()

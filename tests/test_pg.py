@@ -81,6 +81,23 @@ def test_pong_games_in_progress_survive_save_and_load(tmp_path, sticky):
     assert learned == [[r["charts/running_reward"], r["steps"]] for r in rows["b"]]
 
 
+def test_noop_plays_pong_with_a_softmax_over_up_down_and_noop(tmp_path):
+    """With ``noop`` the policy is a softmax over three logits (up, down, NOOP), not one
+    up/down logit; every one of the three is played, and a saved run goes on exactly."""
+    two, three = _pong(), _pong(noop=True)
+    assert (two.net.n_logits, three.net.n_logits) == (1, 3)
+    assert three.probe.n_actions == 3 and three.config["noop"] is True
+    rows = []
+    three.train(updates=2, callback=rows.append)  # rallies still open: their actions
+    played = {a for _, actions in three.open_rallies.steps.values() for a in actions}
+    assert played == {0, 1, 2}, played
+    assert 0 < rows[-1]["diagnostics/entropy"] <= np.log(3)  # a 3-way policy's entropy
+    back = ParallelPG.load(three.save(tmp_path / "ck.npz"), quiet=True)
+    assert back.config["noop"] is True and back.net.n_logits == 3
+    three.train(updates=3), back.train(updates=3)
+    np.testing.assert_array_equal(back.net.params, three.net.params)
+
+
 def test_karpathy_preset_is_the_posts_update(monkeypatch):
     """One update of the preset equals the post's formula, recomputed densely in float64 from
     the recorded games: the sum over 10 whole games of each game's gradient, with returns
@@ -242,6 +259,8 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(env="NoSuchEnv-v0"), "cannot make env 'NoSuchEnv-v0'"),
         (dict(env="Pendulum-v1"), "is not Discrete"),
         (dict(env="ALE/Breakout-v5"), "is not a 1-D Box"),
+        (dict(noop=True), "noop=True adds Pong's NOOP; other envs keep their actions"),
+        (dict(noop=1), "noop must be True or False, got 1"),
     ],
 )
 def test_bad_arguments_name_the_value(kw, text):
@@ -366,13 +385,14 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
     for name in ("entropy_bonus", "decay_from", "entropy_final", "entropy_steps",
-                 "standardise_over"):  # fmt: skip
+                 "standardise_over", "noop"):  # fmt: skip
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
     assert back.config["entropy_final"] is None and back.config["standardise_over"] == "game"
+    assert back.config["noop"] is False
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 

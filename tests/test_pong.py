@@ -5,7 +5,7 @@ import numpy as np
 
 from pgmpi.envs import make_gym
 from pgmpi.networks import dense
-from pgmpi.pong import PONG_DOWN, PONG_UP, PongGame, pong_frame
+from pgmpi.pong import PONG_DOWN, PONG_NOOP, PONG_UP, PongGame, pong_frame
 
 
 def test_pong_preprocessing_on_real_ale_frames():
@@ -80,6 +80,25 @@ def test_sticky_actions_repeat_the_frame_befores_action_a_quarter_of_the_time():
     late = np.mean([a != w for a, w in zip(spy.sent, wanted, strict=True)])
     # Frame f of a step still applies the last step's action with probability 0.25**f.
     assert abs(late - sum(0.25**f for f in range(1, 5)) / 4) < 0.015, late
+
+
+def test_noop_is_a_third_action_that_lets_the_paddle_stand_still():
+    """With ``noop``, action 2 sends ALE's NOOP: after the paddle's last move has run out (2
+    to 3 agent steps) its columns (70-71) drop out of the frame difference, and come back at
+    the next move; without it there are two actions, up and down."""
+    assert PongGame().n_actions == 2 and PongGame().env_action(1) == PONG_DOWN
+    game = PongGame(noop=True)
+    assert game.n_actions == 3 and [game.env_action(a) for a in range(3)] == [
+        PONG_UP, PONG_DOWN, PONG_NOOP]  # fmt: skip
+    game.new_game(seed=0)
+    game._ale = spy = _RecordingALE(game._ale)
+    paddle = []
+    for a in [1] * 3 + [2] * 8 + [0] * 3 + [2] * 8:
+        game.step(a)
+        paddle.append(bool(set((game.x[0] % 80).tolist()) & {70, 71}))
+    assert spy.sent[3 * 4 : 11 * 4] == [game.env.unwrapped._action_set[PONG_NOOP]] * 32
+    assert all(paddle[:3]) and not any(paddle[6:11])  # moved, then still
+    assert all(paddle[11:14]) and not any(paddle[17:])  # up, then still again
 
 
 def test_pong_v0_frame_skips_are_uniform_over_2_3_4_from_the_games_stream():
