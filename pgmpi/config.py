@@ -288,6 +288,12 @@ class GAConfig(Settings):
     of its fitness over every generation it has played, so a surviving elite's estimate rests
     on more episodes each generation, and the best is the top of that ranking (as with
     best_reevaluation); False (the original): by the latest generation's alone"""
+    best_min_episodes: int = 1
+    """with elite_averaging: the best network (the one evaluate() plays and a run reports) is
+    the top-ranked elite whose mean fitness rests on at least this many episodes (its
+    generations played times episodes_per_individual), else the elite that has played the
+    most; selection is unchanged. 1 (the original): the top of the ranking, which is often a
+    new child ranked on the one generation's episodes it has played"""
     complexity_weight: float = 1.0
     """fitness penalty per fraction of connections kept (1 in the original's pruneable agent,
     none in its BipedalWalker benchmark's HebbianDAG)"""
@@ -322,6 +328,10 @@ class GAConfig(Settings):
             ("synapses", lambda x: s.genome != "ones" or x == 1,
              "1 with genome 'ones' (a connection is 1 or pruned)"),
             ("episodes_per_individual", lambda x: at_least(x, 1), "an int >= 1"),
+            ("best_min_episodes", lambda x: at_least(x, 1), "an int >= 1"),
+            ("best_min_episodes", lambda x: x <= s.episodes_per_individual or s.elite_averaging,
+             "at most episodes_per_individual without elite_averaging (which counts the "
+             "episodes an elite's fitness rests on)"),
             ("complexity_weight", lambda x: is_real(x) and x >= 0, "a number >= 0"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
             ("stall_steps", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),

@@ -22,7 +22,8 @@ off by default, give back pruned connections (``restore_rate``), scale the signe
 (``weight_scale``), give each connection several synapses to lose one at a time
 (``synapses``), make the best keep its lead only on fresh fitness (``best_reevaluation``),
 rank a surviving elite by its mean over the generations it has played (``elite_averaging``),
-end training episodes that stop gaining (``stall_steps``) and charge training episodes for
+call the best only an elite whose mean rests on enough episodes (``best_min_episodes``), end
+training episodes that stop gaining (``stall_steps``) and charge training episodes for
 their actions' size (``action_cost``).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
@@ -133,6 +134,7 @@ class PrunedGA(GARun):
             restore_rate=cfg.restore_rate,
             best_reevaluation=cfg.best_reevaluation,
             elite_averaging=cfg.elite_averaging,
+            best_min_count=-(-cfg.best_min_episodes // cfg.episodes_per_individual),  # generations
             seed=cfg.seed,
         )
         self.steps = 0

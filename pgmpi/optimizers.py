@@ -22,7 +22,7 @@ import numpy as np
 
 from pgmpi import rng
 from pgmpi.config import GAConfig
-from pgmpi.settings import pruning_problem
+from pgmpi.settings import at_least, pruning_problem
 
 MUTATION_RATE_RANGE = (0.001, 0.125)  # clip range of the adaptive rate, as in the original
 CHUNK = 1 << 16  # elements per pass of a step: its temporaries stay in the CPU's cache
@@ -167,7 +167,10 @@ class PruningOptimizer:
     best is then each generation's top, with the fitness measured there. With
     ``elite_averaging`` the ranking (elites and best alike, as with ``best_reevaluation``)
     is by :meth:`ranked`: an unchanged elite's mean fitness over the generations it has
-    played.
+    played, and with ``best_min_count`` M > 1 the best is the top-ranked elite that has played
+    M generations (this one included), else the elite that has played the most (the first
+    ranked among them): a child that tops the ranking on one generation's lucky episodes
+    leads selection as before but is not called the best. The selection is the same.
 
     Args:
         n_weights: W, connections per genome.
@@ -180,6 +183,8 @@ class PruningOptimizer:
             lacks, in [0, 1); 0 (the default) draws nothing, and masks only lose connections.
         best_reevaluation: whether the best's fitness is its latest (above), not its best.
         elite_averaging: whether unchanged elites are ranked by their mean fitness (above).
+        best_min_count: with ``elite_averaging``, the generations an elite must have played
+            to be the best (above); 1, the default: the top of the ranking.
         seed: root seed of the run.
 
     Attributes:
@@ -207,13 +212,17 @@ class PruningOptimizer:
         restore_rate: float = 0.0,
         best_reevaluation: bool = False,
         elite_averaging: bool = False,
+        best_min_count: int = 1,
         seed: int = 0,
     ):
         problem = pruning_problem(population_size, elite_fraction, prune_rate, seed,
                                   mutation_rate, restore_rate, best_reevaluation,
                                   elite_averaging)  # fmt: skip
+        if problem is None and not at_least(best_min_count, 1):
+            problem = f"best_min_count must be an int >= 1, got {best_min_count!r}"
         if problem is not None:
             raise ValueError(problem)
+        self.best_min_count = best_min_count
         self.seed, self.fixed_rate, self.restore_rate = seed, mutation_rate, restore_rate
         self.best_reevaluation, self.elite_averaging = best_reevaluation, elite_averaging
         self.earlier_sum, self.earlier_count = np.zeros(population_size), np.zeros(population_size)
@@ -264,13 +273,18 @@ class PruningOptimizer:
         sources = order
         elite_activity = None if a is None else a[order]
         again = self.generation > 0 and (self.best_reevaluation or self.elite_averaging)
-        improved = bool(f[order[0]] > self.best_fitness)
+        top = order[0]
+        if self.elite_averaging and self.best_min_count > 1:  # the best: on enough evidence
+            played = self.earlier_count[order] + 1  # generations each elite has played
+            sure = np.flatnonzero(played >= self.best_min_count)
+            top = order[sure[0]] if len(sure) else order[np.argmax(played)]
+        improved = bool(f[top] > self.best_fitness)
         if again:  # a new best is another network, whatever its fitness
-            improved = not np.array_equal(self.population[order[0]], self.best_mask)
+            improved = not np.array_equal(self.population[top], self.best_mask)
         if improved or again:  # the top leads, with this generation's fitness
-            self.best_mask, self.best_fitness = self.population[order[0]].copy(), float(f[order[0]])
+            self.best_mask, self.best_fitness = self.population[top].copy(), float(f[top])
             if a is not None:
-                self.best_activity = a[order[0]].copy()
+                self.best_activity = a[top].copy()
         else:  # the best ever is from an earlier generation: it leads the elites
             elites = np.concatenate([self.best_mask[None], elites])
             sources = np.concatenate([[-1], order])

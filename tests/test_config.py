@@ -46,6 +46,7 @@ def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_fi
         "synapses": 1,  # HebbianDAG: one weight per connection
         "best_reevaluation": False,  # pgmpi's rule before the setting: the best keeps its best
         "elite_averaging": False,  # ranked by this generation's fitness alone
+        "best_min_episodes": 1,  # the best: the top of the ranking (on its 8 episodes)
         "complexity_weight": 0.0,  # get_fitness: the mean return, its penalty commented out
         "max_episode_steps": 1600,  # BipedalWalker's own time limit
         "stall_steps": None,  # episodes play on to their end

@@ -3,6 +3,7 @@ PruningOptimizer: test_optimizers.py)."""
 
 import csv
 import json
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -120,6 +121,7 @@ SCREEN_SETTINGS = (
     "synapses",
     "best_reevaluation",
     "elite_averaging",
+    "best_min_episodes",
     "stall_steps",
     "action_cost",
 )
@@ -139,6 +141,35 @@ def test_a_checkpoint_without_the_later_settings_resumes_with_them_off(tmp_path)
     assert old.config == ga.config
     a, b = ga.train(generations=3).optimizer.state(), old.train(generations=3).optimizer.state()
     assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_the_best_on_enough_episodes_changes_what_is_reported_not_what_is_selected(tmp_path):
+    """best_min_episodes 4 (2 generations of 2 episodes): the fitness history and populations
+    are the default's, and the best is an elite that has played 2 generations, where the
+    default's (seed 6, generation 4) is a child on its first; it asks for elite_averaging,
+    which counts them, past episodes_per_individual."""
+    rule = dict(elite_averaging=True, elite_fraction=0.5, seed=6)
+    plain = PrunedGA(**TINY, **rule, quiet=True).train(generations=4)
+    sure = PrunedGA(**TINY, **rule, quiet=True, best_min_episodes=4).train(generations=4)
+    a, b = plain.optimizer.state(), sure.optimizer.state()
+    assert all(np.array_equal(a[k], b[k]) for k in a if k not in ("best_mask", "best_fitness"))
+
+    def played(ga) -> float:  # generations the best has played, as an elite of the next
+        opt = ga.optimizer
+        return opt.earlier_count[[np.array_equal(m, opt.best_mask) for m in opt.population]][0]
+
+    assert played(plain) == 1 and played(sure) >= 2
+    assert sure.optimizer.best_fitness < plain.optimizer.best_fitness  # a lucky first one
+    back = PrunedGA.load(sure.save(tmp_path / "ga.npz"), quiet=True)
+    assert back.config["best_min_episodes"] == 4
+    assert np.array_equal(back.optimizer.best_mask, sure.optimizer.best_mask)
+    for settings, message in [
+        (dict(best_min_episodes=0), "best_min_episodes must be an int >= 1, got 0"),
+        (dict(best_min_episodes=3),
+         "best_min_episodes must be at most episodes_per_individual without elite_averaging"),
+    ]:  # fmt: skip
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            _tiny(**settings)
 
 
 def test_stall_steps_end_training_episodes_that_stop_gaining_but_not_evaluations():

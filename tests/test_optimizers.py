@@ -278,6 +278,36 @@ def test_with_elite_averaging_an_unchanged_elite_is_ranked_by_its_mean_over_gene
     assert np.array_equal(resumed.earlier_sum, opt.earlier_sum) and resumed.generation == 3
 
 
+def test_with_best_min_count_a_child_on_one_lucky_generation_is_not_the_best():
+    """best_min_count 2: the best is the top-ranked elite that has played 2 generations, so a
+    child topping the ranking on its first (8.5 against row 0's mean of 8 over 3) leads
+    selection but not the best; the populations and parents are those of the default."""
+
+    def run(**rule) -> tuple[PruningOptimizer, list, list]:
+        opt = PruningOptimizer(500, population_size=16, mutation_rate=0.1, elite_averaging=True,
+                               **rule)  # fmt: skip
+        opt.tell(np.arange(16.0))
+        second = opt.ask().copy()
+        told = [opt.tell(np.eye(16)[0] * 3.0 + np.eye(16)[2] * 4.5)]  # row 0: 9 over 2
+        third = opt.ask().copy()
+        told.append(opt.tell(np.eye(16)[0] * 6.0 + np.eye(16)[2] * 8.5))  # child: 8.5 over 1
+        return opt, [second, third], told
+
+    sure, (second, third), told = run(best_min_count=2)
+    plain, _, plain_told = run()
+    assert np.array_equal(sure.best_mask, second[0]) and sure.best_fitness == 8.0
+    assert np.array_equal(plain.best_mask, third[2]) and plain.best_fitness == 8.5
+    assert told == [False, False] and plain_told == [False, True]
+    assert np.array_equal(sure.ask(), plain.ask()) and np.array_equal(sure.parents, plain.parents)
+    assert sure.ask()[1].tolist() == second[0].tolist()  # the best: second of the ranking
+    lone = PruningOptimizer(500, population_size=16, elite_averaging=True, best_min_count=5)
+    lone.tell(np.arange(16.0))
+    before = lone.ask()[0].copy()
+    lone.tell(np.eye(16)[5] * 100.0)  # none has played 5: the first that has played most, 2
+    assert lone.best_fitness == 7.5 and np.array_equal(lone.best_mask, before)
+    assert np.array_equal(lone.ask()[1], before)  # ranked behind the child on 100
+
+
 def test_pruning_optimizer_learns_a_target_mask():
     """Keep the connections of a hidden target, prune the rest: only reachable by pruning."""
     W, target = 200, np.random.default_rng(0).random(200) < 0.3
@@ -314,6 +344,7 @@ def test_same_seed_same_pruning_optimizer_run():
         (dict(restore_rate=-0.1), "restore_rate must be a number in [0, 1)"),
         (dict(best_reevaluation=1), "best_reevaluation must be True or False"),
         (dict(elite_averaging=1), "elite_averaging must be True or False"),
+        (dict(best_min_count=0), "best_min_count must be an int >= 1, got 0"),
     ],
 )
 def test_pruning_optimizer_rejects_bad_arguments(kwargs, message):
