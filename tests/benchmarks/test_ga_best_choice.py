@@ -1,0 +1,27 @@
+"""Tier 1: benchmarks/ga_best_choice.py names, for each rule, the elite PrunedGA itself calls
+its best: rule 1 is the top of the ranking (the carried hour's best mask, and what the
+optimizer keeps), rule N the top-ranked elite that has played N / 2 generations, chosen from
+the checkpoint's counts alone."""
+
+import numpy as np
+from ga_best_choice import choices
+
+from pgmpi import PrunedGA
+from tests.helpers.launch import ROOT
+
+HOUR = ROOT / "benchmarks" / "recordings" / "ga-tts" / "seed0"
+
+
+def test_rule_one_is_the_runs_own_best_and_rule_eight_an_elite_of_four_generations():
+    agent = PrunedGA.load(HOUR / "checkpoint.npz", quiet=True)
+    opt = agent.optimizer
+    one, eight = choices(HOUR, [8])
+    assert one["min_episodes"] == 1 and one["row"] == 0  # the top: the run's best mask
+    assert np.array_equal(opt.population[0], opt.best_mask)
+    assert one["generations"] == 1  # at the hour, a child on its first 2 episodes
+    assert eight["generations"] >= 4 and eight["row"] > 0
+    assert one["mean"] >= eight["mean"]  # the top of the ranking, on less evidence
+    counts = opt.earlier_count[: opt.n_elites + 1]
+    means = opt.earlier_sum[: len(counts)] / np.maximum(counts, 1)
+    sure = [i for i in range(len(counts)) if counts[i] >= 4]
+    assert eight["row"] == sure[int(np.argmax(means[sure]))]  # the best of those, by its mean
