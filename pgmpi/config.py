@@ -133,6 +133,9 @@ class PGConfig(Settings):
     noop: bool = False
     """Pong: a third action, NOOP, beside the post's up and down, so that the paddle can
     stand still (a softmax over three in place of one up/down logit; a screen's setting)"""
+    paddle_column: bool = False
+    """Pong: the current frame's two columns of the agent's paddle (160 inputs) beside the
+    difference of frames, so that a paddle standing still is still seen (a screen's setting)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """a game that reaches this many agent steps ends, truncated"""
     seed: int = 0
@@ -169,6 +172,7 @@ class PGConfig(Settings):
             ("frame_skip", _skips, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] with "
              f"1 <= low <= high <= {MAX_FRAME_SKIP}"),
             ("noop", is_bool, "True or False"),
+            ("paddle_column", is_bool, "True or False"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
             ("seed", lambda x: at_least(x, 0), "an int >= 0"),
             ("exact_reduction", is_bool, "True or False"),
@@ -187,6 +191,8 @@ class PGConfig(Settings):
             )
         if not probe.discrete:
             return f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
+        if s.paddle_column and not probe.is_pong:
+            return f"env {probe.env_id!r}: paddle_column=True is Pong's; other envs have no paddle"
         if s.noop and not probe.is_pong:
             return (
                 f"env {probe.env_id!r}: noop=True adds Pong's NOOP; other envs keep their actions"
@@ -223,7 +229,8 @@ class PGConfig(Settings):
 # the setting, and resumes with this value (not today's default), so it plays on as it ran.
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  average_half_life=0.0, value_baseline=0.0, decay_from=0,
-                 entropy_final=None, standardise_over="game", noop=False)  # fmt: skip
+                 entropy_final=None, standardise_over="game", noop=False,
+                 paddle_column=False)  # fmt: skip
 # Settings screened, not adopted, then removed (docs/screens.md: each screen and the commit
 # that ran it), with the value today's code plays: a checkpoint that holds one at that value
 # loads as before; at another (PPO's epochs > 1, GAE's lambda, ...), code that is gone

@@ -81,11 +81,14 @@ def test_pong_games_in_progress_survive_save_and_load(tmp_path, sticky):
     assert learned == [[r["charts/running_reward"], r["steps"]] for r in rows["b"]]
 
 
-def test_noop_plays_pong_with_a_softmax_over_up_down_and_noop(tmp_path):
+@pytest.mark.parametrize("paddle_column", [False, True])
+def test_noop_plays_pong_with_a_softmax_over_up_down_and_noop(tmp_path, paddle_column):
     """With ``noop`` the policy is a softmax over three logits (up, down, NOOP), not one
-    up/down logit; every one of the three is played, and a saved run goes on exactly."""
-    two, three = _pong(), _pong(noop=True)
+    up/down logit; every one of the three is played, and a saved run goes on exactly (with
+    the paddle's column too: 6,560 inputs)."""
+    two, three = _pong(), _pong(noop=True, paddle_column=paddle_column)
     assert (two.net.n_logits, three.net.n_logits) == (1, 3)
+    assert three.net.n_inputs == 6400 + 160 * paddle_column
     assert three.probe.n_actions == 3 and three.config["noop"] is True
     rows = []
     three.train(updates=2, callback=rows.append)  # rallies still open: their actions
@@ -261,6 +264,7 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(env="ALE/Breakout-v5"), "is not a 1-D Box"),
         (dict(noop=True), "noop=True adds Pong's NOOP; other envs keep their actions"),
         (dict(noop=1), "noop must be True or False, got 1"),
+        (dict(paddle_column=True), "paddle_column=True is Pong's; other envs have no paddle"),
     ],
 )
 def test_bad_arguments_name_the_value(kw, text):
@@ -385,14 +389,14 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
     for name in ("entropy_bonus", "decay_from", "entropy_final", "entropy_steps",
-                 "standardise_over", "noop"):  # fmt: skip
+                 "standardise_over", "noop", "paddle_column"):  # fmt: skip
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
     assert back.config["entropy_final"] is None and back.config["standardise_over"] == "game"
-    assert back.config["noop"] is False
+    assert back.config["noop"] is False and back.config["paddle_column"] is False
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
