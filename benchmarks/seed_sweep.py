@@ -7,6 +7,7 @@
     python benchmarks/seed_sweep.py --evaluate          # and the median seed's policy, 100 games
     python benchmarks/seed_sweep.py --docs              # and redraw docs/figures/seed_sweep.png
     python benchmarks/seed_sweep.py --diagnose          # why seeds stall: seed_diagnostics.png
+    python benchmarks/seed_sweep.py --tag=-noop --screen   # a screen, against the kept default
 
 ``--run SEED ...`` trains each seed from scratch: ``mpirun -n RANKS python examples/pong.py
 --preset PRESET --seed SEED --slots SLOTS --updates U --checkpoint-every 10 --log-dir
@@ -38,6 +39,10 @@ panel each of the 100-game mean, the policy's entropy, the baseline's explained 
 the gradient norm and the share of points won, against agent steps, a line per seed (each a
 trailing mean over ``--smooth`` updates), in runs/benchmarks/seed_diagnostics.png (``--out``,
 ``--docs``: docs/figures/); it prints each seed's means over its last ``--smooth`` updates.
+``--screen`` keeps the sweep as a screen: its curves thinned into
+benchmarks/recordings/seed_sweep-NAME.json, and its figure, with the median and spread of the
+kept default's sweep (benchmarks/recordings/seed_sweep.json) drawn beside its seeds, into
+docs/figures/seed_sweep-NAME.png (``benchmarks/figures.py --docs`` redraws both kinds).
 ``--runs-dir DIR`` reads (and ``--run`` trains) runs in DIR instead of runs/sweep.
 """
 
@@ -62,6 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "sweep"
 FIGURE = "seed_sweep.png"
 KEPT = common.RECORDINGS / "seed_sweep.json"  # what --docs drew last: runs/ is not tracked
+SCREEN = "seed_sweep-{}.json"  # what --screen kept of a screen's sweep, in RECORDINGS
 DIAGNOSTICS = "seed_diagnostics.png"
 DIAGNOSTICS_KEPT = common.RECORDINGS / "seed_diagnostics.json"  # what --diagnose --docs drew
 PANELS = (  # --diagnose: (column, axis label)
@@ -196,9 +202,25 @@ def evaluate_here(checkpoint: str, games: int, live: bool) -> None:
         print(json.dumps(result), flush=True)
 
 
-def plot(curves: dict[str, list[dict]], budget: int, path: Path, title: str) -> None:
+def spread(curves: dict[str, list[dict]], budget: int):
+    """(steps in millions, each seed's 100-game mean there) over the steps every seed logged
+    (the rows a run logs from its 100th game on, within ``budget``)."""
+    import numpy as np
+
+    by_step = {}
+    for rows in curves.values():
+        for r in rows:
+            if int(r["episodes"]) >= 100 and int(r["steps"]) <= budget:
+                by_step.setdefault(int(r["steps"]), []).append(float(r["mean100"]))
+    shared = sorted(s for s, v in by_step.items() if len(v) == len(curves))
+    return np.array(shared) / 1e6, np.array([by_step[s] for s in shared]).reshape(len(shared), -1)
+
+
+def plot(curves: dict[str, list[dict]], budget: int, path: Path, title: str,
+         against: dict | None = None) -> None:  # fmt: skip
     """Every seed's 100-game mean against agent steps, their median and spread (lowest to
-    highest seed, over the steps every seed has played), the 0 line; legend outside."""
+    highest seed, over the steps every seed has played), the 0 line; legend outside. With
+    ``against`` (a kept sweep: its title and curves), that sweep's median and spread too."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,17 +228,18 @@ def plot(curves: dict[str, list[dict]], budget: int, path: Path, title: str) -> 
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(9.5, 4.5))
-    by_step = {}
     for seed, rows in sorted(curves.items(), key=lambda kv: int(kv[0])):
         rows = [r for r in rows if int(r["episodes"]) >= 100 and int(r["steps"]) <= budget]
         x = [int(r["steps"]) / 1e6 for r in rows]
         ax.plot(x, [float(r["mean100"]) for r in rows], lw=0.9, alpha=0.8, label=f"seed {seed}")
-        for r in rows:
-            by_step.setdefault(int(r["steps"]), []).append(float(r["mean100"]))
-    shared = sorted(s for s, v in by_step.items() if len(v) == len(curves))
-    if shared:
-        x = np.array(shared) / 1e6
-        ys = np.array([by_step[s] for s in shared])
+    if against:
+        x, ys = spread(against["curves"], budget)
+        name = against["title"].split(", ")[1]
+        ax.fill_between(x, ys.min(1), ys.max(1), color="tab:red", alpha=0.1,
+                        label=f"{name}: spread")  # fmt: skip
+        ax.plot(x, np.median(ys, 1), c="tab:red", lw=1.8, ls="--", label=f"{name}: median")
+    x, ys = spread(curves, budget)
+    if len(x):
         ax.fill_between(x, ys.min(1), ys.max(1), color="grey", alpha=0.2,
                         label="spread: lowest to highest seed")  # fmt: skip
         ax.plot(x, np.median(ys, 1), c="black", lw=2.2, label=f"median of {len(curves)} seeds")
@@ -244,6 +267,11 @@ def draw_kept(out_dir: Path) -> list[Path]:
         kept = json.loads(KEPT.read_text())
         plot(kept["curves"], kept["budget"], out_dir / FIGURE, kept["title"])
         made.append(out_dir / FIGURE)
+    for screen in sorted(common.RECORDINGS.glob(SCREEN.format("*"))):  # --screen's
+        kept, default = json.loads(screen.read_text()), json.loads(KEPT.read_text())
+        out = out_dir / screen.with_suffix(".png").name
+        plot(kept["curves"], kept["budget"], out, kept["title"], against=default)
+        made.append(out)
     if DIAGNOSTICS_KEPT.exists():
         kept = json.loads(DIAGNOSTICS_KEPT.read_text())
         columns = {s: {k: [math.nan if v is None else v for v in c[k]] for k in c}
@@ -330,6 +358,9 @@ def main() -> None:
     p.add_argument("--diagnose", action="store_true", help="draw the diagnostics of each seed")
     p.add_argument("--smooth", type=int, default=10, help="--diagnose: updates per mean (10)")
     p.add_argument("--runs-dir", type=Path, default=RUNS, help="runs' folder (runs/sweep)")
+    p.add_argument("--screen", action="store_true",
+                   help="keep the runs as a screen, drawn against the kept default "
+                   "(recordings/seed_sweep-NAME.json, docs/figures/)")  # fmt: skip
     common.add_figure_flags(p, FIGURE)
     args = p.parse_args(argv)
     if args.evaluate_checkpoint:
@@ -410,8 +441,15 @@ def main() -> None:
               f"{ev.get('policy', 'running average')}")  # fmt: skip
     figure = common.figure_path(args, FIGURE)
     title = f"Pong, {args.name}, {args.slots} slots: {len(seeds)} seeds"
-    plot(curves, budget, figure, title)
-    if args.docs:
+    against = json.loads(KEPT.read_text()) if args.screen and KEPT.exists() else None
+    if args.screen:
+        figure = common.DOCS_FIGURES / f"seed_sweep-{args.name}.png"
+        thinned = {seed: thin(rows) for seed, rows in curves.items()}
+        kept = {"title": title, "budget": budget, "seeds": seeds, "curves": thinned}
+        path = common.RECORDINGS / SCREEN.format(args.name)
+        path.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
+    plot(curves, budget, figure, title, against=against)
+    if args.docs and not args.screen:
         thinned = {seed: thin(rows) for seed, rows in curves.items()}
         kept = {"title": title, "budget": budget, "seeds": seeds, "curves": thinned}
         KEPT.write_text(json.dumps(kept, separators=(",", ":")) + "\n")

@@ -14,9 +14,11 @@ from seed_sweep import (  # noqa: E402
     known_within,
     median_and_worst,
     median_seed,
+    plot,
     reached,
     runs_of,
     smooth,
+    spread,
 )
 
 
@@ -28,6 +30,19 @@ def test_a_level_counts_from_100_games_and_only_within_the_budget():
     run = rows((50, 8192, 1.0), (120, 16384, -3.0), (200, 24576, 0.5), (300, 32768, 12.0))
     assert reached(run, budget=32768) == {0: 24576, 10: 32768, 15: None}
     assert reached(run, budget=30000) == {0: 24576, 10: None, 15: None}
+
+
+def test_the_spread_is_over_the_steps_every_seed_logged_from_its_100th_game(tmp_path):
+    curves = {
+        "0": rows((50, 8192, -20.0), (120, 16384, -3.0), (200, 24576, 0.5)),
+        "1": rows((110, 16384, -5.0), (190, 24576, 2.5), (260, 32768, 4.0)),
+    }
+    x, ys = spread(curves, budget=32768)
+    assert x.tolist() == [0.016384, 0.024576] and ys.tolist() == [[-3.0, -5.0], [0.5, 2.5]]
+    assert spread(curves, budget=20000)[0].tolist() == [0.016384]
+    kept = {"title": "Pong, fast-sticky-stdupd, 16 slots: 2 seeds", "curves": curves}
+    plot(curves, 32768, tmp_path / "screen.png", "a screen", against=kept)
+    assert (tmp_path / "screen.png").stat().st_size > 10_000  # drawn, both sweeps
 
 
 def test_a_seed_that_never_reached_a_level_is_the_worst_and_can_be_the_median():
