@@ -234,7 +234,7 @@ def plot(curves: dict[str, list[dict]], budget: int, path: Path, title: str,
         ax.plot(x, [float(r["mean100"]) for r in rows], lw=0.9, alpha=0.8, label=f"seed {seed}")
     if against:
         x, ys = spread(against["curves"], budget)
-        name = against["title"].split(", ")[1]
+        name = "the default (" + against["title"].split(", ")[1] + ")"
         ax.fill_between(x, ys.min(1), ys.max(1), color="tab:red", alpha=0.1,
                         label=f"{name}: spread")  # fmt: skip
         ax.plot(x, np.median(ys, 1), c="tab:red", lw=1.8, ls="--", label=f"{name}: median")
