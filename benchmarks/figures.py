@@ -27,7 +27,8 @@ figures docs/benchmarks.md and the tutorial show):
   ``ga_screens_rate.png``, its mutation-rate and width screens (ga_screens_rate.json), and
   ``ga_hardcore.png``, the BipedalWalkerHardcore-v3 hour (ga_hardcore.json);
 * ``seed_sweep.png``: the Pong seeds' curves that ``benchmarks/seed_sweep.py --docs`` kept
-  in benchmarks/recordings/seed_sweep.json, and ``seed_diagnostics.png``: their diagnostics,
+  in benchmarks/recordings/seed_sweep.json (and ``seed_sweep-NAME.png``, each screen that
+  ``seed_sweep.py --screen`` kept, beside them), and ``seed_diagnostics.png``: their diagnostics,
   kept by ``seed_sweep.py --diagnose --docs`` in benchmarks/recordings/seed_diagnostics.json;
 * ``scaling.png``: the projection in benchmarks/recordings/scaling.json, kept by
   ``benchmarks/scaling.py --docs`` (or a newer ``RESULTS/scaling.json``);
