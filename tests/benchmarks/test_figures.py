@@ -72,6 +72,8 @@ def test_every_docs_figure_is_one_that_figures_py_draws():
 
     drawn = set(re.findall(r"``(\w+\.png)``", figures.__doc__))
     drawn |= set(re.findall(r"``(ga_\w+\.png)``", ga_figures.__doc__ or ""))
+    # seed_sweep-NAME.png: one for each Pong screen that seed_sweep.py --screen kept
+    drawn |= {p.with_suffix(".png").name for p in common.RECORDINGS.glob("seed_sweep-*.json")}
     shown = {p.name for p in common.DOCS_FIGURES.glob("*.png")}
     assert shown - drawn == set(), sorted(shown - drawn)
     for kept in ("scaling", "throughput", "seed_sweep", "time_to_score", "slots_to_score"):
