@@ -12,7 +12,9 @@ ceil(N / episodes per individual) generations (else the one that has played most
 network plays the same episodes, those ``PrunedGA.load(checkpoint).evaluate()`` would play
 next (so the rule the run itself used gives the evaluation a time-to-score table gives its
 last checkpoint). Prints a table and writes benchmarks/results/ga_best_choice.json. One
-process, no MPI run; about a minute per network on BipedalWalker.
+process, no MPI run; about a minute per network on BipedalWalker. ``--save DIR`` also writes
+each run's checkpoint with the first N's network as its best to DIR/RUN/checkpoint.npz, to
+watch it (``python -m pgmpi.play DIR/RUN --gif walker.gif``); its other counts are the run's.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ def main() -> None:
     p.add_argument("runs", nargs="+", type=Path, help="PrunedGA log dirs (their checkpoint.npz)")
     p.add_argument("--min-episodes", nargs="+", type=int, default=[8], help="N of each rule (8)")
     p.add_argument("--episodes", type=int, default=100, help="new episodes per network (100)")
+    p.add_argument("--save", type=Path, help="write each run with the first N's best here")
     args = p.parse_args()
     print("| run | best_min_episodes | elite (generations played) | training mean | "
           "new episodes: mean [95% interval] |\n" + "|---" * 5 + "|")  # fmt: skip
@@ -69,6 +72,12 @@ def main() -> None:
             print(f"| {run} | {c['min_episodes']} | {c['row']} ({c['generations']}) | "
                   f"{c['mean']:+.1f} | {float(score):+.1f} [{lo:+.1f}, {hi:+.1f}] |",
                   flush=True)  # fmt: skip
+        if args.save:  # the first N's network as the best, to play
+            agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
+            row = next(c["row"] for c in result["runs"] if c["run"] == str(run)
+                       and c["min_episodes"] == args.min_episodes[0])  # fmt: skip
+            agent.optimizer.best_mask = agent.optimizer.population[row].copy()
+            print(f"wrote {agent.save(args.save / run.name / 'checkpoint.npz')}")
     print(f"wrote {common.write('ga_best_choice', result)}")
 
 

@@ -25,3 +25,15 @@ def test_rule_one_is_the_runs_own_best_and_rule_eight_an_elite_of_four_generatio
     means = opt.earlier_sum[: len(counts)] / np.maximum(counts, 1)
     sure = [i for i in range(len(counts)) if counts[i] >= 4]
     assert eight["row"] == sure[int(np.argmax(means[sure]))]  # the best of those, by its mean
+
+
+def test_save_writes_the_run_with_the_rules_network_as_its_best(tmp_path, monkeypatch):
+    import ga_best_choice
+
+    argv = ["ga_best_choice.py", str(HOUR), "--min-episodes", "8", "--episodes", "1"]
+    monkeypatch.setattr("sys.argv", [*argv, "--save", str(tmp_path)])
+    ga_best_choice.main()
+    saved = PrunedGA.load(tmp_path / HOUR.name / "checkpoint.npz", quiet=True)
+    row = choices(HOUR, [8])[1]["row"]
+    assert np.array_equal(saved.optimizer.best_mask, saved.optimizer.population[row])
+    assert saved.generation == PrunedGA.load(HOUR / "checkpoint.npz", quiet=True).generation
