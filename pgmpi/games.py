@@ -49,6 +49,5 @@ def make_games(env: str | Callable, mine: list[int], cfg, probe: Game) -> dict[i
 
 
 def _game(env, cfg) -> Game:
-    c = cfg
-    return make_game(env, c.sticky_actions, c.max_episode_steps, c.frame_skip, c.noop,
-                     c.paddle_column)  # fmt: skip
+    pong = dict(noop=cfg.noop, paddle_column=cfg.paddle_column)
+    return make_game(env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip, **pong)

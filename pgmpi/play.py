@@ -136,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     for e in range(args.episodes):
         stream = rng.stream(args.seed, rng.EVALUATE, 0, e)
         if pong:
-            pong = {k: agent.config.get(k, False) for k in ("noop", "paddle_column")}
-            game = PongGame(sticky, frame_skip=skip, **pong)
+            as_trained = {k: agent.config.get(k, False) for k in ("noop", "paddle_column")}
+            game = PongGame(sticky, frame_skip=skip, **as_trained)
         else:
             game = Game(lambda: make_gym(env_id, render_mode="rgb_array"))
         act = _policy(agent, algorithm, stream, args.greedy)
