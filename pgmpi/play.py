@@ -133,10 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     pong = env_id == PONG_ID
     sticky = agent.config.get("sticky_actions", False)  # as trained; a PrunedGA run has none
     skip = agent.config.get("frame_skip", 4)
+    as_trained = {k: agent.config.get(k, False) for k in ("noop", "paddle_column")}
     for e in range(args.episodes):
         stream = rng.stream(args.seed, rng.EVALUATE, 0, e)
         if pong:
-            as_trained = {k: agent.config.get(k, False) for k in ("noop", "paddle_column")}
             game = PongGame(sticky, frame_skip=skip, **as_trained)
         else:
             game = Game(lambda: make_gym(env_id, render_mode="rgb_array"))
