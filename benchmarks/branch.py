@@ -16,7 +16,11 @@ progress.csv up to the checkpoint's update or generation; only the settings name
 (``NAME=VALUE``, the value read as JSON: ``null`` for None), and only those that leave the
 state's shapes and the games in progress as they are (``BRANCHABLE``, per algorithm; a
 PrunedGA branch may also change how long its episodes play, evaluations' included, and what
-its training episodes charge for their actions). The
+its training episodes charge for their actions). A two-action Pong run may also take NOOP on
+(``noop=true``): its one up/down logit becomes the softmax's up and down logits (z and 0: the
+same policy) and NOOP's logit starts at ``-a`` times the sum of the hidden layer, ``a`` chosen
+so that NOOP takes ``NOOP_SHARE`` of the median state of the games in progress; the
+optimizer's state for the new columns starts with the old column's second moment. The
 checkpoint and config.json say the new values, so a resume (``examples/pong.py --resume`` or
 ``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it finds)
 plays on with them: up to the checkpoint the branch is its parent, bit for bit, and two
@@ -35,6 +39,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pgmpi import checkpoint  # noqa: E402
 from pgmpi.config import GAConfig, PGConfig, without_retired  # noqa: E402
@@ -42,11 +48,12 @@ from pgmpi.config import GAConfig, PGConfig, without_retired  # noqa: E402
 BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA, whose episodes
     # are new each generation) the length of its episodes; not shapes or games in progress
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
-                   "entropy_final", "entropy_steps", "gamma"),
+                   "entropy_final", "entropy_steps", "gamma", "noop"),
     "PrunedGA": ("mutation_rate", "restore_rate",  # the next generation's children on
                  "max_episode_steps", "stall_steps",  # the next generation's episodes on
                  "action_cost"),
 }  # fmt: skip
+NOOP_SHARE = 0.05  # NOOP's probability, at the branch, in the median state of its open rallies
 CONFIGS = {"ParallelPG": (PGConfig, "update"), "PrunedGA": (GAConfig, "generation")}
 
 
@@ -67,6 +74,10 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
     config, gone = without_retired(meta["config"])  # a setting since removed: at today's value
     if gone:
         raise ValueError(f"{parent}: {gone}")
+    if changes.get("noop") and not config.get("noop"):
+        add_noop(arrays, config)
+    elif "noop" in changes and changes["noop"] != config.get("noop"):
+        raise ValueError("a branch may take NOOP on (noop=true), not off")
     meta["config"] = config = dict(config, **changes)
     problem = settings(**{k: v for k, v in config.items() if k != "env"}).check()
     if problem:
@@ -86,6 +97,41 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return child
+
+
+def add_noop(arrays: dict, config: dict) -> None:
+    """Grow a two-action Pong policy's output layer, in place, to up, down and NOOP (see the
+    module's docstring): W2's columns (z, value) become (z, 0, -a, value)."""
+    d, h = 80 * 80 * (2 if config.get("paddle_column") else 1), config["hidden_size"]
+    if len(arrays["params"]) != d * h + 2 * h:
+        raise ValueError("noop=true branches a two-action Pong run with a baseline")
+
+    def grow(flat, logit, noop):
+        w2 = flat[d * h :].reshape(h, 2)
+        out = np.zeros((h, 4), dtype=flat.dtype)
+        out[:, 0], out[:, 2], out[:, 3] = w2[:, 0], noop, w2[:, 1]
+        out[:, 1] = logit(w2[:, 0])
+        return np.concatenate([flat[: d * h], out.ravel()])
+
+    w1, w2 = arrays["params"][: d * h].reshape(d, h), arrays["params"][d * h :].reshape(h, 2)
+    sizes, idx, vals = (arrays[f"game.open_{k}"] for k in ("sizes", "idx", "vals"))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    hs = np.array([np.maximum(vals[s : s + n] @ w1[idx[s : s + n]], 0)
+                   for s, n in zip(starts, sizes, strict=True) if n])  # fmt: skip
+    z, total = hs @ w2[:, 0], hs.sum(axis=1)
+
+    def share(a):  # NOOP's median probability with its logit at -a * sum(h)
+        return np.median(np.exp(-a * total) / (np.exp(z) + 1 + np.exp(-a * total)))
+
+    lo, hi = 0.0, 1.0
+    while share(hi) > NOOP_SHARE:
+        hi *= 2
+    for _ in range(60):
+        lo, hi = (lo, (lo + hi) / 2) if share((lo + hi) / 2) < NOOP_SHARE else ((lo + hi) / 2, hi)
+    for name in {"params", "average"} & set(arrays):
+        arrays[name] = grow(arrays[name], np.zeros_like, -hi)
+    arrays["adam_m"] = grow(arrays["adam_m"], np.zeros_like, 0.0)
+    arrays["adam_v"] = grow(arrays["adam_v"], np.copy, arrays["adam_v"][d * h :: 2])
 
 
 def main() -> None:

@@ -88,3 +88,25 @@ def test_a_pruned_ga_branch_takes_its_new_mutation_rate_from_the_next_generation
     assert whole.steps - before > c.steps - before
     with pytest.raises(ValueError, match="cannot branch on \\['population_size'\\]"):
         branch(run, tmp_path / "bigger", {"population_size": 24})
+
+
+def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_path):
+    kw = dict(env="ALE/Pong-v5", hidden_size=8, slots=2, steps_per_slot=64, seed=3, quiet=True)
+    run = tmp_path / "parent"
+    ParallelPG(log_dir=run, **kw).train(updates=2, checkpoint_path=run / "checkpoint.npz")
+    child = branch(run, tmp_path / "noop", {"noop": True})
+    a = ParallelPG.load(run / "checkpoint.npz", quiet=True)
+    b = ParallelPG.load(child / "checkpoint.npz", quiet=True, log_dir=child)
+    assert (a.config["noop"], b.config["noop"], b.net.n_logits) == (False, True, 3)
+    steps = [s for k in b.mine for s in b.open_rallies.steps[k][0] if len(s[0])]
+    assert steps  # the open rallies' inputs, on which NOOP's share was set
+    p, q = a.net.forward(steps)[0], b.net.forward(steps)[0]
+    np.testing.assert_allclose(q[:, 0] / q[:, 1], p[:, 0] / p[:, 1], rtol=1e-4)  # up : down kept
+    assert abs(np.median(q[:, 2]) - 0.05) < 1e-3  # NOOP's share of the median state
+    b.train(updates=3)
+    assert b.net.params.shape == (6400 * 8 + 8 * 4,) and np.isfinite(b.net.params).all()
+    with pytest.raises(ValueError, match="NOOP on \\(noop=true\\), not off"):
+        branch(child, tmp_path / "off", {"noop": False})
+    cart, _ = _parent(tmp_path / "cart")
+    with pytest.raises(ValueError, match="a two-action Pong run"):
+        branch(cart, tmp_path / "cart-noop", {"noop": True})
