@@ -56,7 +56,7 @@ def main() -> None:
     p.add_argument("--save", type=Path, help="write each run with the first N's best here")
     args = p.parse_args()
     print("| run | best_min_episodes | elite (generations played) | training mean | "
-          "new episodes: mean [95% interval] |\n" + "|---" * 5 + "|")  # fmt: skip
+          "new episodes: mean [95% interval] | above +300 |\n" + "|---" * 6 + "|")  # fmt: skip
     result, played = dict(machine=common.machine(), runs=[]), {}
     for run in args.runs:
         for c in choices(run, args.min_episodes):
@@ -67,10 +67,12 @@ def main() -> None:
                 played[key] = agent.evaluate(args.episodes, mask=mask)
             score = played[key]
             lo, hi = score.ci95
-            c.update(run=str(run), score=float(score), ci95=[lo, hi], kept=int(mask.sum()))
+            above = int((np.asarray(score.returns) > 300).sum())  # the task's solved level
+            c.update(run=str(run), score=float(score), ci95=[lo, hi], kept=int(mask.sum()),
+                     above_300=above)  # fmt: skip
             result["runs"].append(c)
             print(f"| {run} | {c['min_episodes']} | {c['row']} ({c['generations']}) | "
-                  f"{c['mean']:+.1f} | {float(score):+.1f} [{lo:+.1f}, {hi:+.1f}] |",
+                  f"{c['mean']:+.1f} | {float(score):+.1f} [{lo:+.1f}, {hi:+.1f}] | {above} |",
                   flush=True)  # fmt: skip
         if args.save:  # the first N's network as the best, to play
             agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
