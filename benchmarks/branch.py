@@ -44,6 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pgmpi import checkpoint  # noqa: E402
 from pgmpi.config import GAConfig, PGConfig, without_retired  # noqa: E402
+from pgmpi.envs import PONG_ID  # noqa: E402
 
 BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA, whose episodes
     # are new each generation) the length of its episodes; not shapes or games in progress
@@ -102,36 +103,36 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
 def add_noop(arrays: dict, config: dict) -> None:
     """Grow a two-action Pong policy's output layer, in place, to up, down and NOOP (see the
     module's docstring): W2's columns (z, value) become (z, 0, -a, value)."""
-    d, h = 80 * 80 * (2 if config.get("paddle_column") else 1), config["hidden_size"]
-    if len(arrays["params"]) != d * h + 2 * h:
+    h = config["hidden_size"]
+    d = len(arrays["params"]) // h - 2  # the inputs, whatever Pong's: W1 (d, h), W2 (h, 2)
+    if config["env"] != PONG_ID or not config["value_baseline"] or len(arrays["params"]) % h:
         raise ValueError("noop=true branches a two-action Pong run with a baseline")
 
-    def grow(flat, logit, noop):
+    def grow(flat, down, noop):  # W2 (h, 2) -> (h, 4): up, down, NOOP, value
         w2 = flat[d * h :].reshape(h, 2)
-        out = np.zeros((h, 4), dtype=flat.dtype)
-        out[:, 0], out[:, 2], out[:, 3] = w2[:, 0], noop, w2[:, 1]
-        out[:, 1] = logit(w2[:, 0])
-        return np.concatenate([flat[: d * h], out.ravel()])
+        out = np.stack([w2[:, 0], np.broadcast_to(down, h), np.broadcast_to(noop, h), w2[:, 1]], 1)
+        return np.concatenate([flat[: d * h], out.astype(flat.dtype).ravel()])
 
-    w1, w2 = arrays["params"][: d * h].reshape(d, h), arrays["params"][d * h :].reshape(h, 2)
+    w1, z_of = arrays["params"][: d * h].reshape(d, h), arrays["params"][d * h :: 2]
     sizes, idx, vals = (arrays[f"game.open_{k}"] for k in ("sizes", "idx", "vals"))
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     hs = np.array([np.maximum(vals[s : s + n] @ w1[idx[s : s + n]], 0)
                    for s, n in zip(starts, sizes, strict=True) if n])  # fmt: skip
-    z, total = hs @ w2[:, 0], hs.sum(axis=1)
+    z, total = hs @ z_of, hs.sum(axis=1)
 
     def share(a):  # NOOP's median probability with its logit at -a * sum(h)
         return np.median(np.exp(-a * total) / (np.exp(z) + 1 + np.exp(-a * total)))
 
-    lo, hi = 0.0, 1.0
+    lo, hi = 0.0, 1.0  # share falls as a grows: bisect for NOOP_SHARE
     while share(hi) > NOOP_SHARE:
         hi *= 2
     for _ in range(60):
         lo, hi = (lo, (lo + hi) / 2) if share((lo + hi) / 2) < NOOP_SHARE else ((lo + hi) / 2, hi)
     for name in {"params", "average"} & set(arrays):
-        arrays[name] = grow(arrays[name], np.zeros_like, -hi)
-    arrays["adam_m"] = grow(arrays["adam_m"], np.zeros_like, 0.0)
-    arrays["adam_v"] = grow(arrays["adam_v"], np.copy, arrays["adam_v"][d * h :: 2])
+        arrays[name] = grow(arrays[name], 0.0, -hi)
+    arrays["adam_m"] = grow(arrays["adam_m"], 0.0, 0.0)
+    v = arrays["adam_v"][d * h :: 2]  # the up/down logit's second moment, for both new columns
+    arrays["adam_v"] = grow(arrays["adam_v"], v, v)
 
 
 def main() -> None:

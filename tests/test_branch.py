@@ -90,8 +90,10 @@ def test_a_pruned_ga_branch_takes_its_new_mutation_rate_from_the_next_generation
         branch(run, tmp_path / "bigger", {"population_size": 24})
 
 
-def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_path):
-    kw = dict(env="ALE/Pong-v5", hidden_size=8, slots=2, steps_per_slot=64, seed=3, quiet=True)
+@pytest.mark.parametrize("paddle_column", [False, True])
+def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_path, paddle_column):
+    kw = dict(env="ALE/Pong-v5", hidden_size=8, slots=2, steps_per_slot=64, seed=3, quiet=True,
+              paddle_column=paddle_column)  # fmt: skip
     run = tmp_path / "parent"
     ParallelPG(log_dir=run, **kw).train(updates=2, checkpoint_path=run / "checkpoint.npz")
     child = branch(run, tmp_path / "noop", {"noop": True})
@@ -104,7 +106,8 @@ def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_p
     np.testing.assert_allclose(q[:, 0] / q[:, 1], p[:, 0] / p[:, 1], rtol=1e-4)  # up : down kept
     assert abs(np.median(q[:, 2]) - 0.05) < 1e-3  # NOOP's share of the median state
     b.train(updates=3)
-    assert b.net.params.shape == (6400 * 8 + 8 * 4,) and np.isfinite(b.net.params).all()
+    d = 6400 + 160 * paddle_column
+    assert b.net.params.shape == (d * 8 + 8 * 4,) and np.isfinite(b.net.params).all()
     with pytest.raises(ValueError, match="NOOP on \\(noop=true\\), not off"):
         branch(child, tmp_path / "off", {"noop": False})
     cart, _ = _parent(tmp_path / "cart")
