@@ -20,7 +20,9 @@ its training episodes charge for their actions). A two-action Pong run may also 
 (``noop=true``): its one up/down logit becomes the softmax's up and down logits (z and 0: the
 same policy) and NOOP's logit starts at ``-a`` times the sum of the hidden layer, ``a`` chosen
 so that NOOP takes ``NOOP_SHARE`` of the median state of the games in progress; the
-optimizer's state for the new columns starts with the old column's second moment. The
+optimizer's state for the new columns starts with the old column's second moment. A Pong
+run may also take the paddle's column on (``paddle_column=true``): W1 grows by its 160 rows,
+at 0 (the same policy), and each game in progress gets them in its input. The
 checkpoint and config.json say the new values, so a resume (``examples/pong.py --resume`` or
 ``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it finds)
 plays on with them: up to the checkpoint the branch is its parent, bit for bit, and two
@@ -45,11 +47,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pgmpi import checkpoint  # noqa: E402
 from pgmpi.config import GAConfig, PGConfig, without_retired  # noqa: E402
 from pgmpi.envs import PONG_ID  # noqa: E402
+from pgmpi.pong import PADDLE  # noqa: E402
 
 BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA, whose episodes
     # are new each generation) the length of its episodes; not shapes or games in progress
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
-                   "entropy_final", "entropy_steps", "gamma", "noop"),
+                   "entropy_final", "entropy_steps", "gamma", "noop", "paddle_column"),
     "PrunedGA": ("mutation_rate", "restore_rate",  # the next generation's children on
                  "max_episode_steps", "stall_steps",  # the next generation's episodes on
                  "action_cost"),
@@ -75,6 +78,10 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
     config, gone = without_retired(meta["config"])  # a setting since removed: at today's value
     if gone:
         raise ValueError(f"{parent}: {gone}")
+    if changes.get("paddle_column") and not config.get("paddle_column"):
+        add_paddle_column(arrays, config)  # first: add_noop reads the grown first layer
+    elif "paddle_column" in changes and changes["paddle_column"] != config.get("paddle_column"):
+        raise ValueError("a branch may take the paddle's column on (paddle_column=true), not off")
     if changes.get("noop") and not config.get("noop"):
         add_noop(arrays, config)
     elif "noop" in changes and changes["noop"] != config.get("noop"):
@@ -133,6 +140,36 @@ def add_noop(arrays: dict, config: dict) -> None:
     arrays["adam_m"] = grow(arrays["adam_m"], 0.0, 0.0)
     v = arrays["adam_v"][d * h :: 2]  # the up/down logit's second moment, for both new columns
     arrays["adam_v"] = grow(arrays["adam_v"], v, v)
+
+
+def add_paddle_column(arrays: dict, config: dict) -> None:
+    """Grow a Pong policy's first layer, in place, by the paddle's column (160 inputs after
+    the difference's 6,400): W1's new rows start at 0 (the same policy), their second moment at
+    that of the difference's inputs at the same pixels; each game in progress gets its input's
+    new part from its last frame. The open rallies' steps before the branch keep their inputs
+    without it, so they teach the new rows nothing."""
+    h, n_out = (
+        config["hidden_size"],
+        1 + 2 * bool(config.get("noop")) + bool(config["value_baseline"]),
+    )
+    if config["env"] != PONG_ID or len(arrays["params"]) != 6400 * h + n_out * h:
+        raise ValueError("paddle_column=true branches a Pong run without it")
+    rows = np.arange(6400).reshape(80, 80)[:, PADDLE].ravel()  # the paddle's pixels
+
+    def grow(flat, new):  # W1 (6400, h) -> (6560, h)
+        return np.concatenate([flat[: 6400 * h], new.astype(flat.dtype).ravel(), flat[6400 * h :]])
+
+    for name in ("params", "average", "adam_m"):
+        if name in arrays:
+            arrays[name] = grow(arrays[name], np.zeros((160, h)))
+    arrays["adam_v"] = grow(arrays["adam_v"], arrays["adam_v"][: 6400 * h].reshape(6400, h)[rows])
+    sizes, xs = arrays["game.x.sizes"], arrays["game.x"]
+    parts = np.split(xs, np.cumsum(sizes)[:-1])
+    frames = np.split(arrays["game.prev"], np.cumsum(arrays["game.prev.sizes"])[:-1])
+    out = [np.concatenate([x, frame.reshape(80, 80)[:, PADDLE].ravel() != 0]) if len(x) else x
+           for x, frame in zip(parts, frames, strict=True)]  # fmt: skip
+    arrays["game.x"] = np.concatenate(out).astype(xs.dtype)
+    arrays["game.x.sizes"] = np.array([len(x) for x in out], dtype=sizes.dtype)
 
 
 def main() -> None:

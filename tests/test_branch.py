@@ -113,3 +113,31 @@ def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_p
     cart, _ = _parent(tmp_path / "cart")
     with pytest.raises(ValueError, match="a two-action Pong run"):
         branch(cart, tmp_path / "cart-noop", {"noop": True})
+
+
+def test_a_pong_branch_takes_the_paddles_column_on_with_the_same_policy(tmp_path):
+    kw = dict(env="ALE/Pong-v5", hidden_size=8, slots=2, steps_per_slot=64, seed=3, quiet=True,
+              noop=True)  # fmt: skip
+    run = tmp_path / "parent"
+    ParallelPG(log_dir=run, **kw).train(updates=2, checkpoint_path=run / "checkpoint.npz")
+    child = branch(run, tmp_path / "paddle", {"paddle_column": True})
+    a = ParallelPG.load(run / "checkpoint.npz", quiet=True)
+    b = ParallelPG.load(child / "checkpoint.npz", quiet=True, log_dir=child)
+    assert b.config["paddle_column"] and b.net.params.shape == (6560 * 8 + 8 * 4,)
+    for k in b.mine:  # each game's input: the difference, then its last frame's paddle pixels
+        game = b.games[k]
+        idx = game.x[0][game.x[0] >= 6400]
+        lit = np.flatnonzero(game._prev.reshape(80, 80)[:, 70:72]) + 6400
+        np.testing.assert_array_equal(idx, lit)
+        assert len(lit)  # the paddle is in the frame
+        np.testing.assert_array_equal(game.x[0][game.x[0] < 6400], a.games[k].x[0])
+        p, q = a.net.forward([a.games[k].x])[0], b.net.forward([game.x])[0]
+        np.testing.assert_array_equal(p, q)  # the new rows start at 0: the same policy
+    b.train(updates=4)
+    new_rows = b.net.params[6400 * 8 : 6560 * 8]
+    assert np.isfinite(b.net.params).all() and np.abs(new_rows).max() > 0  # they learn
+    with pytest.raises(ValueError, match="paddle's column on \\(paddle_column=true\\), not off"):
+        branch(child, tmp_path / "off", {"paddle_column": False})
+    cart, _ = _parent(tmp_path / "cart")
+    with pytest.raises(ValueError, match="a Pong run without it"):
+        branch(cart, tmp_path / "cart-paddle", {"paddle_column": True})
