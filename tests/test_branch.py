@@ -90,15 +90,21 @@ def test_a_pruned_ga_branch_takes_its_new_mutation_rate_from_the_next_generation
         branch(run, tmp_path / "bigger", {"population_size": 24})
 
 
-@pytest.mark.parametrize("paddle_column", [False, True])
-def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_path, paddle_column):
+def _pong_branch(tmp_path, changes, **settings):
+    """A small Pong run of 2 updates (with ``settings``), and its branch with ``changes``:
+    (the parent loaded, the branch loaded, the branch's log dir)."""
     kw = dict(env="ALE/Pong-v5", hidden_size=8, slots=2, steps_per_slot=64, seed=3, quiet=True,
-              paddle_column=paddle_column)  # fmt: skip
+              **settings)  # fmt: skip
     run = tmp_path / "parent"
     ParallelPG(log_dir=run, **kw).train(updates=2, checkpoint_path=run / "checkpoint.npz")
-    child = branch(run, tmp_path / "noop", {"noop": True})
+    child = branch(run, tmp_path / "child", changes)
     a = ParallelPG.load(run / "checkpoint.npz", quiet=True)
-    b = ParallelPG.load(child / "checkpoint.npz", quiet=True, log_dir=child)
+    return a, ParallelPG.load(child / "checkpoint.npz", quiet=True, log_dir=child), child
+
+
+@pytest.mark.parametrize("paddle_column", [False, True])
+def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_path, paddle_column):
+    a, b, child = _pong_branch(tmp_path, {"noop": True}, paddle_column=paddle_column)
     assert (a.config["noop"], b.config["noop"], b.net.n_logits) == (False, True, 3)
     steps = [s for k in b.mine for s in b.open_rallies.steps[k][0] if len(s[0])]
     assert steps  # the open rallies' inputs, on which NOOP's share was set
@@ -116,13 +122,7 @@ def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_p
 
 
 def test_a_pong_branch_takes_the_paddles_column_on_with_the_same_policy(tmp_path):
-    kw = dict(env="ALE/Pong-v5", hidden_size=8, slots=2, steps_per_slot=64, seed=3, quiet=True,
-              noop=True)  # fmt: skip
-    run = tmp_path / "parent"
-    ParallelPG(log_dir=run, **kw).train(updates=2, checkpoint_path=run / "checkpoint.npz")
-    child = branch(run, tmp_path / "paddle", {"paddle_column": True})
-    a = ParallelPG.load(run / "checkpoint.npz", quiet=True)
-    b = ParallelPG.load(child / "checkpoint.npz", quiet=True, log_dir=child)
+    a, b, child = _pong_branch(tmp_path, {"paddle_column": True}, noop=True)
     assert b.config["paddle_column"] and b.net.params.shape == (6560 * 8 + 8 * 4,)
     for k in b.mine:  # each game's input: the difference, then its last frame's paddle pixels
         game = b.games[k]
