@@ -163,13 +163,14 @@ def add_paddle_column(arrays: dict, config: dict) -> None:
         if name in arrays:
             arrays[name] = grow(arrays[name], np.zeros((160, h)))
     arrays["adam_v"] = grow(arrays["adam_v"], arrays["adam_v"][: 6400 * h].reshape(6400, h)[rows])
-    sizes, xs = arrays["game.x.sizes"], arrays["game.x"]
-    parts = np.split(xs, np.cumsum(sizes)[:-1])
-    frames = np.split(arrays["game.prev"], np.cumsum(arrays["game.prev.sizes"])[:-1])
-    out = [np.concatenate([x, frame.reshape(80, 80)[:, PADDLE].ravel() != 0]) if len(x) else x
-           for x, frame in zip(parts, frames, strict=True)]  # fmt: skip
-    arrays["game.x"] = np.concatenate(out).astype(xs.dtype)
-    arrays["game.x.sizes"] = np.array([len(x) for x in out], dtype=sizes.dtype)
+    games = checkpoint.unpack_games(arrays, range(len(arrays["game.score.sizes"])))
+    for game in games.values():
+        if "x" in game:  # a live game: its input gets its last frame's paddle pixels
+            paddle = game["prev"].reshape(80, 80)[:, PADDLE].ravel() != 0
+            game["x"] = np.concatenate([game["x"], paddle.astype(game["x"].dtype)])
+    for name in [name for name in arrays if name.startswith("game.")]:
+        del arrays[name]
+    arrays.update(checkpoint.pack_games([games]))
 
 
 def main() -> None:
