@@ -19,7 +19,7 @@ PrunedGA branch may also change how long its episodes play, evaluations' include
 its training episodes charge for their actions). A two-action Pong run may also take NOOP on
 (``noop=true``): its one up/down logit becomes the softmax's up and down logits (z and 0: the
 same policy) and NOOP's logit starts at ``-a`` times the sum of the hidden layer, ``a`` chosen
-so that NOOP takes ``NOOP_SHARE`` of the median state of the games in progress; the
+so that NOOP takes 5% (``pgmpi.noop.SHARE``) of the median state of the games in progress; the
 optimizer's state for the new columns starts with the old column's second moment. A Pong
 run may also take the paddle's column on (``paddle_column=true``): W1 grows by its 160 rows,
 at 0 (the same policy), and each game in progress gets them in its input. The
@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pgmpi import checkpoint  # noqa: E402
+from pgmpi import checkpoint, noop  # noqa: E402
 from pgmpi.config import GAConfig, PGConfig, without_retired  # noqa: E402
 from pgmpi.envs import PONG_ID  # noqa: E402
 from pgmpi.pong import PADDLE  # noqa: E402
@@ -57,7 +57,6 @@ BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA
                  "max_episode_steps", "stall_steps",  # the next generation's episodes on
                  "action_cost"),
 }  # fmt: skip
-NOOP_SHARE = 0.05  # NOOP's probability, at the branch, in the median state of its open rallies
 CONFIGS = {"ParallelPG": (PGConfig, "update"), "PrunedGA": (GAConfig, "generation")}
 
 
@@ -125,18 +124,9 @@ def add_noop(arrays: dict, config: dict) -> None:
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     hs = np.array([np.maximum(vals[s : s + n] @ w1[idx[s : s + n]], 0)
                    for s, n in zip(starts, sizes, strict=True) if n])  # fmt: skip
-    z, total = hs @ z_of, hs.sum(axis=1)
-
-    def share(a):  # NOOP's median probability with its logit at -a * sum(h)
-        return np.median(np.exp(-a * total) / (np.exp(z) + 1 + np.exp(-a * total)))
-
-    lo, hi = 0.0, 1.0  # share falls as a grows: bisect for NOOP_SHARE
-    while share(hi) > NOOP_SHARE:
-        hi *= 2
-    for _ in range(60):
-        lo, hi = (lo, (lo + hi) / 2) if share((lo + hi) / 2) < NOOP_SHARE else ((lo + hi) / 2, hi)
+    a = noop.share_weight(hs @ z_of, hs.sum(axis=1))  # NOOP's logit: -a * sum(h)
     for name in {"params", "average"} & set(arrays):
-        arrays[name] = grow(arrays[name], 0.0, -hi)
+        arrays[name] = grow(arrays[name], 0.0, -a)
     arrays["adam_m"] = grow(arrays["adam_m"], 0.0, 0.0)
     v = arrays["adam_v"][d * h :: 2]  # the up/down logit's second moment, for both new columns
     arrays["adam_v"] = grow(arrays["adam_v"], v, v)

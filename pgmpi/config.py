@@ -136,6 +136,10 @@ class PGConfig(Settings):
     paddle_column: bool = False
     """Pong: the current frame's two columns of the agent's paddle (160 inputs) beside the
     difference of frames, so that a paddle standing still is still seen (a screen's setting)"""
+    noop_from: int | None = None
+    """Pong: NOOP joins up and down once this many agent steps are played (the output layer
+    grows once, keeping the two actions' odds, NOOP's probability starting at 0.05 in the
+    median state: pgmpi/noop.py; None: never, unless noop)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """a game that reaches this many agent steps ends, truncated"""
     seed: int = 0
@@ -173,6 +177,7 @@ class PGConfig(Settings):
              f"1 <= low <= high <= {MAX_FRAME_SKIP}"),
             ("noop", is_bool, "True or False"),
             ("paddle_column", is_bool, "True or False"),
+            ("noop_from", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
             ("seed", lambda x: at_least(x, 0), "an int >= 0"),
             ("exact_reduction", is_bool, "True or False"),
@@ -196,6 +201,11 @@ class PGConfig(Settings):
         if s.noop and not probe.is_pong:
             return (
                 f"env {probe.env_id!r}: noop=True adds Pong's NOOP; other envs keep their actions"
+            )
+        if s.noop_from is not None and (s.noop or not probe.is_pong):
+            return (
+                f"env {probe.env_id!r}, noop={s.noop}: noop_from takes Pong's NOOP on midway, "
+                "in a two-action Pong run"
             )
         return memory.pg_problem(probe.n_inputs, probe.n_actions, s, local)
 
@@ -230,7 +240,7 @@ class PGConfig(Settings):
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  average_half_life=0.0, value_baseline=0.0, decay_from=0,
                  entropy_final=None, standardise_over="game", noop=False,
-                 paddle_column=False)  # fmt: skip
+                 paddle_column=False, noop_from=None)  # fmt: skip
 # Settings screened, not adopted, then removed (docs/screens.md: each screen and the commit
 # that ran it), with the value today's code plays: a checkpoint that holds one at that value
 # loads as before; at another (PPO's epochs > 1, GAE's lambda, ...), code that is gone

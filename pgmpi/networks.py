@@ -45,6 +45,7 @@ class TwoLayerPolicy:
         value: add one more output, a learned baseline ``v = h @ W2[:, -1]`` (the value of
             the state: the expected discounted return), its weights starting at zero, so the
             policy's initial weights are the same draws as without it.
+        params: the flat parameter vector to start from (copied), in place of ``rng``'s draws.
 
     Attributes:
         params: float32 (D*H + H*K,), the flat parameter vector; ``W1`` (D, H) and ``W2``
@@ -56,9 +57,10 @@ class TwoLayerPolicy:
         n_inputs: int,
         n_hidden: int,
         n_actions: int,
-        rng: np.random.Generator,
+        rng: np.random.Generator | None = None,
         bernoulli: bool = False,
         value: bool = False,
+        params: np.ndarray | None = None,
     ):
         self.n_inputs, self.n_hidden, self.n_actions = n_inputs, n_hidden, n_actions
         self.n_logits = k = 1 if bernoulli else n_actions
@@ -67,6 +69,9 @@ class TwoLayerPolicy:
         self.params = np.zeros(d * h + h * self.n_outputs, dtype=np.float32)
         self.W1 = self.params[: d * h].reshape(d, h)
         self.W2 = self.params[d * h :].reshape(h, self.n_outputs)
+        if params is not None:
+            self.params[:] = params
+            return
         self.W1[:] = rng.standard_normal((d, h)) / np.sqrt(d)
         self.W2[:, :k] = rng.standard_normal((h, k)) / np.sqrt(h)
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import diagnostics, loop, mpi, rallies, rng, rollout
+from pgmpi import diagnostics, loop, mpi, noop, rallies, rng, rollout
 from pgmpi.config import REFERENCE_SLOTS, PGConfig
 from pgmpi.envs import PONG_ID
 from pgmpi.games import make_games, probe_game
@@ -226,7 +226,8 @@ class ParallelPG(PGRun):
         Collective: every rank must call this. It makes three collectives: the small
         allgather of :meth:`_standardised` (none with ``standardise_over`` 'game'), the
         Allreduce that sums the gradients (a flat buffer, with a count of the games left out
-        as non-finite), and the book-keeping's small allgather."""
+        as non-finite), and the book-keeping's small allgather (once in a run with
+        ``noop_from``, one more: :func:`pgmpi.noop.join_if_due`)."""
         c = self.config
         t0 = time.perf_counter()
         streams = [rng.stream(c["seed"], rng.EPISODE, self.update, k) for k in self.mine]
@@ -253,7 +254,9 @@ class ParallelPG(PGRun):
         mine = dict(play_s=t1 - t0, grad_s=total_s - (t1 - t0) - allreduce_s)
         mine.update(allreduce_s=allreduce_s, total_s=total_s)
         mine.update(steps=sum(len(p.rewards) for p in pieces))
-        return self._book_keeping(pieces, mine, grad)
+        row = self._book_keeping(pieces, mine, grad)
+        noop.join_if_due(self, row)  # noop_from: NOOP joins up and down once its steps are played
+        return row
 
     def _take(self, grad: np.ndarray, bad: int) -> None:
         """The optimizer step on the summed gradient (the same on every rank); raises on a

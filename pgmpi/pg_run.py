@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from pgmpi import checkpoint, diagnostics, mpi, pong, rallies, rollout
+from pgmpi import checkpoint, diagnostics, mpi, noop, pong, rallies, rollout
 from pgmpi.config import PG_BEFORE, without_retired
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.games import make_game
@@ -75,6 +75,7 @@ class PGRun:
                 if c["lr_decay_steps"]
                 else ""
             )  # fmt: skip
+            + (f", NOOP from {c['noop_from']:,} agent steps" if c["noop_from"] else "")
             + (
                 f" | plays the running average (half-life {c['average_half_life']:g} updates)"
                 if self.average is not None
@@ -176,7 +177,7 @@ class PGRun:
         sticky = c["sticky_actions"] if as_trained else sticky
         skip = c["frame_skip"] if as_trained else 4
         cap = c["max_episode_steps"]
-        as_played = dict(noop=c["noop"], paddle_column=c["paddle_column"])
+        as_played = dict(noop=noop.due(c, self.steps), paddle_column=c["paddle_column"])
         new_game = partial(make_game, self._make_env, sticky, cap, skip, **as_played)
         net = self.net if live else self.policy
         play = partial(rollout.whole_games, net, new_game, greedy=greedy)
@@ -223,6 +224,8 @@ class PGRun:
         if gone:  # the same metadata on every rank, so the same error on every rank
             raise mpi.ConfigError(f"checkpoint {str(path)!r}: {gone}; nothing was changed")
         agent = cls(**{**PG_BEFORE, **settings})  # a setting newer than the checkpoint
+        if noop.due(agent.config, meta["steps"]) and agent.net.n_actions == 2:
+            noop.grow(agent, 0.0)  # it took NOOP on midway: its weights come next
         with checkpoint.complete(path, cls.algorithm):  # a missing key: a ConfigError
             checkpoint.restore_params(path, arrays["params"], agent.net.params)
             if agent.average is not None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pgmpi import checkpoint, rng, rollout
+from pgmpi import checkpoint, noop, rng, rollout
 from pgmpi.envs import PONG_ID, Game, make_gym
 from pgmpi.evaluation import Evaluation
 from pgmpi.pong import PongGame
@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     pong = env_id == PONG_ID
     sticky = agent.config.get("sticky_actions", False)  # as trained; a PrunedGA run has none
     skip = agent.config.get("frame_skip", 4)
-    as_trained = {k: agent.config.get(k, False) for k in ("noop", "paddle_column")}
+    as_trained = dict(noop=noop.due(agent.config, getattr(agent, "steps", 0)),  # or noop_from
+                      paddle_column=agent.config.get("paddle_column", False))  # fmt: skip
     for e in range(args.episodes):
         stream = rng.stream(args.seed, rng.EVALUATE, 0, e)
         if pong:

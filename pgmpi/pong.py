@@ -121,6 +121,12 @@ class PongGame(Game):
     def _sizes(self, obs_space, n_actions: int) -> tuple[int, int]:
         return 80 * 80 + 160 * self.paddle_column, len(self.actions)
 
+    def add_noop(self) -> None:
+        """NOOP joins up and down as the third action, from the next step on (``noop_from``)."""
+        self.actions = (PONG_UP, PONG_DOWN, PONG_NOOP)
+        self._ale_actions = [self.env.unwrapped._action_set[a] for a in self.actions]
+        self.n_actions = len(self.actions)
+
     def new_game(self, seed: int) -> None:
         """Start a game whose randomness is fixed by ``seed``."""
         if self._seeded:

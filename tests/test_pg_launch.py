@@ -129,6 +129,30 @@ def test_a_learned_baseline_resumes_exactly_mid_game_on_another_rank_count(tmp_p
     assert _hash(plain) != _hash(whole)  # the baseline changed the updates
 
 
+def test_noop_from_grows_alike_on_any_rank_count_and_resumes_exactly_either_side(tmp_path):
+    """NOOP joins after update 2 (3 slots of 40 steps an update; noop_from 200): 4 updates on
+    1 rank or on 3, 1 on 2 ranks then on to 4 on 3, and 3 on 2 then on to 4 on 1 give the
+    same parameters, optimizer state and logged scores, and not those without it."""
+    grows = [*PONG, "--noop-from", "200", "--value-baseline", "0.5"]
+
+    def run(n, d, updates, *more):
+        return run_mpi(n, [SCRIPT, *grows, "--updates", str(updates), "--log-dir", str(d), *more])
+
+    whole = {n: _hash(run(n, tmp_path / str(n), 4)) for n in (1, 3)}
+    assert whole[1] == whole[3], whole
+    for first, then, cut in ((2, 3, 1), (2, 1, 3)):
+        d = tmp_path / f"cut{cut}"
+        assert run(first, d, cut).returncode == 0
+        saved = ParallelPG.load(d / "checkpoint.npz", quiet=True)
+        assert saved.net.n_logits == (3 if cut >= 2 else 1)
+        assert _hash(run(then, d, 4, "--resume")) == whole[1]
+        assert _learning_columns(d / "progress.csv") == _learning_columns(
+            tmp_path / "1" / "progress.csv"
+        )
+    plain = [SCRIPT, *PONG, "--value-baseline", "0.5", "--updates", "4"]
+    assert _hash(run_mpi(1, [*plain, "--log-dir", str(tmp_path / "plain")])) != whole[1]
+
+
 def test_pong_resume_is_exact_with_games_in_progress_and_a_new_rank_count(tmp_path):
     """Stop after 2 updates on 2 ranks with games half played, go on to 4 on 3 ranks."""
     whole = _hash(run_mpi(1, [SCRIPT, *PONG, "--updates", "4", "--log-dir", str(tmp_path / "a")]))

@@ -80,6 +80,15 @@ def test_a_pong_run_with_noop_and_the_paddle_column_plays_its_own_game(tmp_path)
     assert "(1 episode, sticky, sampled), ParallelPG on ALE/Pong-v5" in proc.stdout
 
 
+def test_a_pong_run_past_noop_from_plays_with_its_three_actions(tmp_path):
+    agent = ParallelPG(hidden_size=8, slots=1, steps_per_slot=10, noop_from=20, quiet=True)
+    path = agent.train(updates=2).save(tmp_path / "pong.npz")  # NOOP joined after update 2
+    assert agent.net.n_logits == 3
+    proc = _play(path, "--gif", tmp_path / "p.gif", "--max-frames", "300")
+    assert proc.returncode == 0, proc.stderr
+    assert "(1 episode, sticky, sampled), ParallelPG on ALE/Pong-v5" in proc.stdout
+
+
 def test_max_frames_cuts_the_game_and_says_so(checkpoints, tmp_path):
     gif = tmp_path / "a.gif"
     proc = _play(checkpoints["ParallelPG"], "--gif", gif, "--max-frames", "5", "--scale", "0.5")

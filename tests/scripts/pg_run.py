@@ -11,7 +11,8 @@ rank's pid to DIR/pid.<rank> (for the SIGKILL test); --raise-on-rank R raises on
 after the first update; --max-episode-steps caps each game; --frame-skip 2-4 plays Pong with
 Pong-v0's drawn frame skips; --value-baseline C adds a learned baseline of that weight;
 --standardise-over game standardises each game's advantages alone (the post's; the default
-is the library's, over every game of an update);
+is the library's, over every game of an update); --noop-from N takes Pong's NOOP on after N
+agent steps;
 --evaluate N then prints ``EVAL <evaluation>`` of N games.
 """
 
@@ -37,6 +38,7 @@ p.add_argument("--frame-skip", default="4")
 p.add_argument("--evaluate", type=int, default=0)
 p.add_argument("--value-baseline", type=float, default=0.0)
 p.add_argument("--standardise-over", default=None)
+p.add_argument("--noop-from", type=int, default=None)
 args = p.parse_args()
 
 ck = args.log_dir / "checkpoint.npz"
@@ -58,6 +60,7 @@ else:
         frame_skip=[int(x) for x in args.frame_skip.split("-")] if "-" in args.frame_skip else 4,
         value_baseline=args.value_baseline,
         standardise_over=args.standardise_over,
+        noop_from=args.noop_from,
         seed=5,
         exact_reduction=bool(args.exact),
         log_dir=args.log_dir,
