@@ -20,7 +20,9 @@ its training episodes charge for their actions). A two-action Pong run may also 
 (``noop=true``): its one up/down logit becomes the softmax's up and down logits (z and 0: the
 same policy) and NOOP's logit starts at ``-a`` times the sum of the hidden layer, ``a`` chosen
 so that NOOP takes 5% (``pgmpi.noop.SHARE``) of the median state of the games in progress; the
-optimizer's state for the new columns starts with the old column's second moment. A Pong
+optimizer's state for the new columns starts with the old column's second moment. With
+``noop_from=N`` (N past the checkpoint's agent steps) the run grows the same way itself once it
+has played N (PGConfig.noop_from), bit for bit the run that had it from the start. A Pong
 run may also take the paddle's column on (``paddle_column=true``): W1 grows by its 160 rows,
 at 0 (the same policy), and each game in progress gets them in its input. The
 checkpoint and config.json say the new values, so a resume (``examples/pong.py --resume`` or
@@ -52,7 +54,8 @@ from pgmpi.pong import PADDLE  # noqa: E402
 BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA, whose episodes
     # are new each generation) the length of its episodes; not shapes or games in progress
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
-                   "entropy_final", "entropy_steps", "gamma", "noop", "paddle_column"),
+                   "entropy_final", "entropy_steps", "gamma", "noop", "paddle_column",
+                   "noop_from"),
     "PrunedGA": ("mutation_rate", "restore_rate",  # the next generation's children on
                  "max_episode_steps", "stall_steps",  # the next generation's episodes on
                  "action_cost"),
@@ -81,6 +84,14 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
         add_paddle_column(arrays, config)  # first: add_noop reads the grown first layer
     elif "paddle_column" in changes and changes["paddle_column"] != config.get("paddle_column"):
         raise ValueError("a branch may take the paddle's column on (paddle_column=true), not off")
+    later, grown = changes.get("noop_from"), noop.due(config, meta.get("steps", 0))
+    if "noop_from" in changes and (config["env"] != PONG_ID or grown):
+        raise ValueError("noop_from branches a two-action Pong run")
+    if later is not None and (not isinstance(later, int) or later <= meta["steps"]):
+        raise ValueError(
+            f"noop_from={later!r}: the run has played {meta['steps']:,} agent "
+            "steps; a branch takes NOOP on later than that, or now (noop=true)"
+        )
     if changes.get("noop") and not config.get("noop"):
         add_noop(arrays, config)
     elif "noop" in changes and changes["noop"] != config.get("noop"):

@@ -71,3 +71,20 @@ def test_noop_from_is_for_a_two_action_pong_run():
         ParallelPG(noop=True, noop_from=100, **SMALL)
     with pytest.raises(ConfigError, match="noop_from"):
         ParallelPG(noop_from=0, **SMALL)
+
+
+def test_a_branch_with_a_later_noop_from_is_the_run_that_had_it_from_the_start(tmp_path):
+    parent = tmp_path / "parent"  # 1 update: 128 agent steps
+    ParallelPG(log_dir=parent, **SMALL).train(updates=1, checkpoint_path=parent / "checkpoint.npz")
+    child = branch(parent, tmp_path / "child", {"noop_from": 256})
+    b = ParallelPG.load(child / "checkpoint.npz", quiet=True).train(updates=3)
+    whole = ParallelPG(noop_from=256, **SMALL).train(updates=3)
+    assert b.net.n_logits == 3
+    np.testing.assert_array_equal(b.net.params, whole.net.params)
+    np.testing.assert_array_equal(b.optimizer.v, whole.optimizer.v)
+    with pytest.raises(ValueError, match="the run has played 128 agent steps"):
+        branch(parent, tmp_path / "late", {"noop_from": 128})
+    b.save(tmp_path / "grown" / "checkpoint.npz")  # past its noop_from: three actions already
+    (tmp_path / "grown" / "progress.csv").write_bytes((child / "progress.csv").read_bytes())
+    with pytest.raises(ValueError, match="noop_from branches a two-action Pong run"):
+        branch(tmp_path / "grown", tmp_path / "again", {"noop_from": 10**6})
