@@ -6,7 +6,8 @@ climbs higher later (docs/screens.md, "NOOP from 3 M agent steps"), so a run wit
 after the update that reaches them: the up/down logit z becomes the softmax's up and down
 logits (z and 0: the same odds), and NOOP's logit starts at ``-a`` times the sum of the hidden
 layer, ``a`` chosen so that NOOP takes ``SHARE`` of the median state of the rallies still open
-(every rank's, so the same ``a`` on any rank count). The optimizer's state for the new columns
+(every rank's, so the same ``a`` on any rank count; a blank input, a game's first, says
+nothing and is left out). The optimizer's state for the new columns
 starts as the old column's second moment and no first moment; the running average grows the
 same way. ``benchmarks/branch.py ... noop=true`` does the same to a checkpoint.
 """
@@ -29,7 +30,7 @@ def join_if_due(agent, row: dict) -> None:
     start = agent.config["noop_from"]
     if start is None or agent.steps < start or agent.net.n_actions == 3:
         return
-    states = [x for inputs, _ in agent.open_rallies.steps.values() for x in inputs]
+    states = [x for inputs, _ in agent.open_rallies.steps.values() for x in inputs if len(x[0])]
     z, total = _logit_and_sum(agent.net, states)
     every = mpi.allgather_object((z, total))  # collective: every rank's open rallies
     grow(agent, -share_weight(*(np.concatenate(part) for part in zip(*every, strict=True))))
