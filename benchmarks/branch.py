@@ -125,11 +125,6 @@ def add_noop(arrays: dict, config: dict) -> None:
     if config["env"] != PONG_ID or not config["value_baseline"] or len(arrays["params"]) % h:
         raise ValueError("noop=true branches a two-action Pong run with a baseline")
 
-    def grow(flat, down, noop):  # W2 (h, 2) -> (h, 4): up, down, NOOP, value
-        w2 = flat[d * h :].reshape(h, 2)
-        out = np.stack([w2[:, 0], np.broadcast_to(down, h), np.broadcast_to(noop, h), w2[:, 1]], 1)
-        return np.concatenate([flat[: d * h], out.astype(flat.dtype).ravel()])
-
     w1, z_of = arrays["params"][: d * h].reshape(d, h), arrays["params"][d * h :: 2]
     sizes, idx, vals = (arrays[f"game.open_{k}"] for k in ("sizes", "idx", "vals"))
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -137,10 +132,9 @@ def add_noop(arrays: dict, config: dict) -> None:
                    for s, n in zip(starts, sizes, strict=True) if n])  # fmt: skip
     a = noop.share_weight(hs @ z_of, hs.sum(axis=1))  # NOOP's logit: -a * sum(h)
     for name in {"params", "average"} & set(arrays):
-        arrays[name] = grow(arrays[name], 0.0, -a)
-    arrays["adam_m"] = grow(arrays["adam_m"], 0.0, 0.0)
-    v = arrays["adam_v"][d * h :: 2]  # the up/down logit's second moment, for both new columns
-    arrays["adam_v"] = grow(arrays["adam_v"], v, v)
+        arrays[name] = noop.widen(arrays[name], d * h, h, 0.0, -a)
+    arrays["adam_m"] = noop.widen(arrays["adam_m"], d * h, h, 0.0, 0.0)
+    arrays["adam_v"] = noop.widen(arrays["adam_v"], d * h, h)  # z's second moment, twice
 
 
 def add_paddle_column(arrays: dict, config: dict) -> None:

@@ -27,8 +27,7 @@ def join_if_due(agent, row: dict) -> None:
     """Grow ``agent`` (a ParallelPG) to three actions if its ``noop_from`` steps are played and
     it has two, and say so in the update's ``row`` (its note, printed once). Collective, when
     it grows: one small allgather of the open rallies' states."""
-    start = agent.config["noop_from"]
-    if start is None or agent.steps < start or agent.net.n_actions == 3:
+    if agent.net.n_actions == 3 or not due(agent.config, agent.steps):
         return
     states = [x for inputs, _ in agent.open_rallies.steps.values() for x in inputs if len(x[0])]
     z, total = _logit_and_sum(agent.net, states)
@@ -47,29 +46,31 @@ def grow(agent, noop_weight: float) -> None:
     """Make ``agent``'s networks, optimizer state and games three-action, in place, with NOOP's
     logit ``noop_weight`` times the sum of the hidden layer (``load`` passes any: the
     checkpoint's weights replace it)."""
-    h, d = agent.net.n_hidden, agent.net.n_inputs * agent.net.n_hidden  # W1's size
-    value = agent.net.n_outputs > agent.net.n_logits
-
-    def logit_of(flat):  # the up/down logit's column of W2 (h, 1 [+ value]) in ``flat``
-        return flat[d:].reshape(h, -1)[:, 0]
-
-    def wider(flat, down, noop):  # W2 (h, 1 [+ value]) -> (h, 3 [+ value])
-        w2 = flat[d:].reshape(h, -1)
-        new = [np.broadcast_to(np.float32(down), h), np.broadcast_to(np.float32(noop), h)]
-        return np.concatenate([flat[:d], np.column_stack([w2[:, 0], *new, w2[:, 1:]]).ravel()])
-
+    h, value = agent.net.n_hidden, agent.net.n_outputs > agent.net.n_logits
+    d = agent.net.n_inputs * h  # W1's size
     for name in ("net", "average"):
         old = getattr(agent, name)
         if old is not None:
-            params = wider(old.params, 0.0, noop_weight)
+            params = widen(old.params, d, h, 0.0, noop_weight)
             setattr(agent, name, TwoLayerPolicy(old.n_inputs, h, 3, value=value, params=params))
     opt = agent.optimizer
-    if isinstance(opt, Adam):  # the up/down logit's second moment, for both new columns
-        opt.m, opt.v = wider(opt.m, 0.0, 0.0), wider(opt.v, logit_of(opt.v), logit_of(opt.v))
+    if isinstance(opt, Adam):
+        opt.m, opt.v = widen(opt.m, d, h, 0.0, 0.0), widen(opt.v, d, h)
     else:
-        opt.cache = wider(opt.cache, logit_of(opt.cache), logit_of(opt.cache))
+        opt.cache = widen(opt.cache, d, h)
     for game in [agent.probe, *agent.games.values()]:
         game.add_noop()
+
+
+def widen(flat: np.ndarray, d: int, h: int, down=None, noop=None) -> np.ndarray:
+    """``flat`` laid out as a two-action policy's parameters (W1's ``d`` values, then W2 (h, 1
+    [+ value])), laid out as the three-action one's: W2's columns (z [, value]) become (z,
+    down, noop [, value]). ``down`` and ``noop`` None: z's own column for both (an
+    optimizer's second moment)."""
+    w2 = flat[d:].reshape(h, -1)
+    down, noop = (w2[:, 0], w2[:, 0]) if down is None else (down, noop)
+    new = [np.broadcast_to(np.float32(down), h), np.broadcast_to(np.float32(noop), h)]
+    return np.concatenate([flat[:d], np.column_stack([w2[:, 0], *new, w2[:, 1:]]).ravel()])
 
 
 def _logit_and_sum(net: TwoLayerPolicy, states: list) -> tuple[np.ndarray, np.ndarray]:

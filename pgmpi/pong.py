@@ -109,9 +109,8 @@ class PongGame(Game):
         # new_game, then runs on from game to game.
         self._sticky_rng: np.random.Generator | None = None
         self._seeded = False
-        atari = self.env.unwrapped
-        self._ale = atari.ale
-        self._ale_actions = [atari._action_set[a] for a in self.actions]
+        self._ale = self.env.unwrapped.ale
+        self._ale_actions = self._ale_actions_of(self.actions)
         self._screen = np.empty((210, 160), dtype=np.uint8)  # palette indices
         # The last frame seen, as palette indices (255: none, never a palette index) and as
         # the post's 0/1 foreground, both flat (6400,).
@@ -124,8 +123,12 @@ class PongGame(Game):
     def add_noop(self) -> None:
         """NOOP joins up and down as the third action, from the next step on (``noop_from``)."""
         self.actions = (PONG_UP, PONG_DOWN, PONG_NOOP)
-        self._ale_actions = [self.env.unwrapped._action_set[a] for a in self.actions]
+        self._ale_actions = self._ale_actions_of(self.actions)
         self.n_actions = len(self.actions)
+
+    def _ale_actions_of(self, actions: tuple) -> list:
+        """ALE's action for each of ``actions`` (indices into the env's action set)."""
+        return [self.env.unwrapped._action_set[a] for a in actions]
 
     def new_game(self, seed: int) -> None:
         """Start a game whose randomness is fixed by ``seed``."""
