@@ -36,6 +36,10 @@ PONG_VALUE_BASELINE = 0.05
 # entropy_steps; the constant bonus of other envs and of deterministic Pong.
 STICKY_ENTROPY = (0.03, 0.01)
 ENTROPY_BONUS = 0.01
+# Agent steps after which sticky two-action Pong takes NOOP on (noop_from's default): late
+# enough to keep the fast start to 0, early enough to lift the slow seeds past +10
+# (docs/screens.md, issue 48's five-seed sweep).
+NOOP_FROM = 3_000_000
 # learning_rate is for this many games; more scale it by sqrt(slots / 16) (ParallelPG), and
 # the default slot count is the smallest multiple of the rank count at least this.
 REFERENCE_SLOTS = 16
@@ -78,11 +82,11 @@ class PGConfig(Settings):
     learning_rate: float = 4e-3
     """step size; with batch_gradient 'mean' it is for 16 slots, scaled by sqrt(slots / 16)
     for more"""
-    lr_decay_steps: int | None = 8_000_000
+    lr_decay_steps: int | None = 1_250_000
     """a late inverse-time decay: past decay_from agent steps, the step size and the entropy
     bonus are divided by 1 + (steps - decay_from) / this, halved after this many more (none:
     constant)"""
-    decay_from: int = 10_000_000
+    decay_from: int = 7_500_000
     """agent steps played before lr_decay_steps' decay starts (0: from the first update)"""
     decay_rate: float = 0.99
     """RMSProp decay of the squared-gradient average"""
@@ -136,10 +140,11 @@ class PGConfig(Settings):
     paddle_column: bool = False
     """Pong: the current frame's two columns of the agent's paddle (160 inputs) beside the
     difference of frames, so that a paddle standing still is still seen (a screen's setting)"""
-    noop_from: int | None = None
+    noop_from: int | None = NOOP_FROM
     """Pong: NOOP joins up and down once this many agent steps are played (the output layer
     grows once, keeping the two actions' odds, NOOP's probability starting at 0.05 in the
-    median state: pgmpi/noop.py; None: never, unless noop)"""
+    median state: pgmpi/noop.py; None: never, unless noop). The default applies to sticky
+    two-action Pong only: other envs, deterministic Pong and noop runs resolve it to None"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """a game that reaches this many agent steps ends, truncated"""
     seed: int = 0
@@ -215,7 +220,8 @@ class PGConfig(Settings):
         games can be saved mid-game), True for other envs; ``value_baseline`` None made 0.05
         for Pong and 0 for other envs; ``entropy_bonus`` None made Pong's schedule with sticky
         actions (0.03, to ``entropy_final`` or else 0.01) and 0.01 otherwise;
-        ``standardise_over`` None made 'game' for deterministic Pong, 'update' otherwise."""
+        ``standardise_over`` None made 'game' for deterministic Pong, 'update' otherwise;
+        ``noop_from`` at its default made None except for sticky two-action Pong."""
         slots = self.slots if is_int(self.slots) else ranks * math.ceil(REFERENCE_SLOTS / ranks)
         cfg = replace(self, slots=slots)
         if probe is not None and self.whole_games is None:
@@ -232,6 +238,9 @@ class PGConfig(Settings):
         if probe is not None and self.standardise_over is None:
             memorised = probe.is_pong and not self.sticky_actions  # slower over the update
             cfg = replace(cfg, standardise_over="game" if memorised else "update")
+        if probe is not None and self.noop_from == NOOP_FROM:  # the default, not a choice
+            if not (probe.is_pong and self.sticky_actions and not self.noop):
+                cfg = replace(cfg, noop_from=None)
         return cfg
 
 

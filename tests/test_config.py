@@ -20,12 +20,13 @@ def test_presets_are_the_defaults_with_some_fields_replaced():
     assert changed == {
         "optimizer", "learning_rate", "slots", "steps_per_slot", "whole_games", "batch_gradient",
         "entropy_bonus", "frame_skip", "average_half_life", "value_baseline",
-        "lr_decay_steps", "standardise_over",
+        "lr_decay_steps", "standardise_over", "noop_from",
     }  # fmt: skip
     assert PRESETS["karpathy"].entropy_bonus == 0 and PGConfig().entropy_bonus is None  # per env
     assert PRESETS["karpathy"].average_half_life == 0 < PGConfig().average_half_life  # live
     assert PRESETS["karpathy"].value_baseline == 0 and PGConfig().value_baseline is None
     assert PRESETS["karpathy"].lr_decay_steps is None and PGConfig().lr_decay_steps  # constant
+    assert PRESETS["karpathy"].noop_from is None and PGConfig().noop_from  # up and down only
 
 
 def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_field():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, ParallelPG, noop
+from pgmpi.config import NOOP_FROM
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from branch import branch  # noqa: E402
@@ -71,6 +72,18 @@ def test_noop_from_is_for_a_two_action_pong_run():
         ParallelPG(noop=True, noop_from=100, **SMALL)
     with pytest.raises(ConfigError, match="noop_from"):
         ParallelPG(noop_from=0, **SMALL)
+
+
+def test_the_default_noop_from_is_sticky_two_action_pongs_alone():
+    """The default (3 M agent steps) joins NOOP in sticky two-action Pong; other envs,
+    deterministic Pong and a run with NOOP from the start resolve it to None, so their runs
+    are what they were; None turns it off in sticky Pong."""
+    assert ParallelPG(**SMALL).config["noop_from"] == NOOP_FROM == 3_000_000
+    assert ParallelPG(env="CartPole-v1", quiet=True).config["noop_from"] is None
+    assert ParallelPG(**dict(SMALL, sticky_actions=False)).config["noop_from"] is None
+    assert ParallelPG(noop=True, **SMALL).config["noop_from"] is None
+    assert ParallelPG(noop_from=None, **SMALL).config["noop_from"] is None
+    assert ParallelPG(noop_from=NOOP_FROM + 1, **SMALL).config["noop_from"] == NOOP_FROM + 1
 
 
 def test_a_branch_with_a_later_noop_from_is_the_run_that_had_it_from_the_start(tmp_path):
