@@ -1,6 +1,7 @@
 """Pong throughput of ParallelPG per rank, at 1 and 2 ranks, BLAS capped and uncapped.
 
     python benchmarks/throughput.py [--updates 4] [--repeats 2] [--ranks 1 2] [--coupling-repeats 3]
+    python benchmarks/throughput.py --noop --ranks 1 --coupling-repeats 0   # three actions
 
 Launches itself under mpirun for each configuration and measures, in the same run:
 
@@ -22,6 +23,10 @@ Launches itself under mpirun for each configuration and measures, in the same ru
   once. The pair does the 2-rank run's work with no Allreduce and no waiting, so its
   speed-up is what two processes get on this machine at that moment, and the 2-rank run's
   share of it is what pgmpi's coupling keeps.
+
+``--noop`` measures ParallelPG with NOOP beside up and down (``noop=True``: three logits),
+what a sticky Pong run plays once ``noop_from``'s steps are past; the result is written to
+benchmarks/results/throughput_noop.json.
 
 "capped" uses pgmpi's default BLAS cap (cores per node / ranks per node); "uncapped" gives
 every rank as many BLAS threads as the node has cores, which is what numpy does by default.
@@ -126,7 +131,9 @@ def worker(args) -> None:
 
     blas = None if args.capped else os.cpu_count()
     if args.pg_only:  # ParallelPG alone, 1 BLAS thread per rank: the coupling comparison
-        agent = ParallelPG(env="ALE/Pong-v5", seed=0, slots=args.slots, blas_threads=1, quiet=True)
+        agent = ParallelPG(
+            env="ALE/Pong-v5", seed=0, slots=args.slots, blas_threads=1, noop=args.noop, quiet=True
+        )
         rows = []
         agent.train(updates=args.updates + 1, callback=rows.append)
         if mpi.is_root():
@@ -143,7 +150,7 @@ def worker(args) -> None:
         rows.append(row)
         beside.append(emulator_rate(args.emulator_steps // 8))  # the emulator, right after
 
-    agent = ParallelPG(env="ALE/Pong-v5", seed=0, blas_threads=blas, quiet=True)
+    agent = ParallelPG(env="ALE/Pong-v5", seed=0, blas_threads=blas, noop=args.noop, quiet=True)
     agent.train(updates=args.updates + 1, callback=after_update)
     rows, beside = rows[1:], beside[1:]  # the first update is warm-up (ROM load, allocations)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -212,6 +219,7 @@ def main() -> None:
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--capped", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--pg-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--noop", action="store_true", help="ParallelPG with NOOP: three actions")
     p.add_argument("--slots", type=int, default=16, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
@@ -237,6 +245,7 @@ def main() -> None:
                         str(args.emulator_steps),
                         "--dense-steps",
                         str(args.dense_steps),
+                        *["--noop"] * args.noop,
                     ],
                 )
                 runs.append(common.last_json(out))
@@ -260,7 +269,7 @@ def main() -> None:
                 f"{row['eight_games_ale_vector_env_steps_per_s']:.0f}/s",
                 flush=True,
             )
-    result = {"machine": info, "configs": configs}
+    result = {"machine": info, "noop": args.noop, "configs": configs}
     capped = {c["ranks"]: c for c in configs if c["capped"]}
     if 1 in capped:
         one = capped[1]
@@ -289,7 +298,8 @@ def main() -> None:
         )
     if args.coupling_repeats and 1 in args.ranks and 2 in args.ranks:
         result["coupling"] = coupling(args.updates, args.coupling_repeats)
-    print("wrote", common.write("throughput", result, keep=args.docs))
+    name = "throughput_noop" if args.noop else "throughput"
+    print("wrote", common.write(name, result, keep=args.docs))
 
 
 def coupling(updates: int, repeats: int) -> dict:
