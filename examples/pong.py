@@ -17,11 +17,12 @@ of games at once (16 on 2 ranks; the rule is in README.md, Glossary), each playi
 on the mean gradient, an entropy bonus (with sticky actions 0.03 at the start, moved linearly
 to 0.01 over the first 3 M agent steps; deterministic, 0.01 throughout) and a learned
 baseline of weight 0.05 (a value output), the advantages standardised over all the games of
-an update (deterministic, over each game alone), both the step size and the bonus decayed
-from 10 M agent steps on (halved 8 M later); the policy it plays when evaluated is the
-running average of its parameters (half-life 200 updates).
+an update (deterministic, over each game alone), with sticky actions NOOP (a paddle that
+stands still) joining up and down after 3 M agent steps, both the step size and the bonus
+decayed from 7.5 M agent steps on (halved 1.25 M later); the policy it plays when evaluated
+is the running average of its parameters (half-life 200 updates).
 "karpathy" is the post's algorithm in the post's game: 10 whole games per update, summed
-gradient, RMSProp 1e-4, no bonus, baseline or decay, each game's advantages standardised
+gradient, RMSProp 1e-4, no bonus, baseline, NOOP or decay, each game's advantages standardised
 alone, the live parameters, on Pong-v0's dynamics (a frame skip drawn from 2, 3, 4 at
 every step, and sticky actions). Any flag given replaces the preset's value.
 Runs until stopped (Ctrl-C) or a limit; saves LOG_DIR/checkpoint.npz every

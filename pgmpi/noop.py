@@ -2,7 +2,8 @@
 
 The two-action policy of the post starts fastest, and NOOP (a paddle that can stand still)
 climbs higher later (docs/screens.md, "NOOP from 3 M agent steps"), so a run with
-``noop_from`` plays up and down until that many agent steps, then grows its output layer once,
+``noop_from`` (sticky Pong's default: 3 M) plays up and down until that many agent steps, then
+grows its output layer once,
 after the update that reaches them: the up/down logit z becomes the softmax's up and down
 logits (z and 0: the same odds), and NOOP's logit starts at ``-a`` times the sum of the hidden
 layer, ``a`` chosen so that NOOP takes ``SHARE`` of the median state of the rallies still open
