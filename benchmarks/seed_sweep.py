@@ -43,6 +43,9 @@ trailing mean over ``--smooth`` updates), in runs/benchmarks/seed_diagnostics.pn
 benchmarks/recordings/seed_sweep-NAME.json, and its figure, with the median and spread of the
 kept default's sweep (benchmarks/recordings/seed_sweep.json) drawn beside its seeds, into
 docs/figures/seed_sweep-NAME.png (``benchmarks/figures.py --docs`` redraws both kinds).
+``--against NAME`` draws beside the seeds the median and spread of another kept sweep,
+benchmarks/recordings/NAME.json (seed_sweep_before.json: the default before NOOP from 3 M and
+the decay from 7.5 M), and ``--docs`` or ``--screen`` keeps the name so that a redraw does too.
 ``--runs-dir DIR`` reads (and ``--run`` trains) runs in DIR instead of runs/sweep.
 """
 
@@ -234,7 +237,7 @@ def plot(curves: dict[str, list[dict]], budget: int, path: Path, title: str,
         ax.plot(x, [float(r["mean100"]) for r in rows], lw=0.9, alpha=0.8, label=f"seed {seed}")
     if against:
         x, ys = spread(against["curves"], budget)
-        name = "the default (" + against["title"].split(", ")[1] + ")"
+        name = against.get("label") or "the default (" + against["title"].split(", ")[1] + ")"
         ax.fill_between(x, ys.min(1), ys.max(1), color="tab:red", alpha=0.1,
                         label=f"{name}: spread")  # fmt: skip
         ax.plot(x, np.median(ys, 1), c="tab:red", lw=1.8, ls="--", label=f"{name}: median")
@@ -259,16 +262,24 @@ def thin(rows: list[dict], most: int = 400) -> list[dict]:
     return [{k: round(float(r[k]), 3) for k in ("steps", "episodes", "mean100")} for r in kept]
 
 
+def kept_sweep(kept: dict) -> dict | None:
+    """The kept sweep that ``kept`` is drawn beside (its "against": a name in
+    benchmarks/recordings), or None."""
+    name = kept.get("against")
+    return json.loads((common.RECORDINGS / f"{name}.json").read_text()) if name else None
+
+
 def draw_kept(out_dir: Path) -> list[Path]:
     """``seed_sweep.png`` and ``seed_diagnostics.png`` in ``out_dir`` from what ``--docs``
     (and ``--diagnose --docs``) kept, where they kept something."""
     made = []
     if KEPT.exists():
         kept = json.loads(KEPT.read_text())
-        plot(kept["curves"], kept["budget"], out_dir / FIGURE, kept["title"])
+        plot(kept["curves"], kept["budget"], out_dir / FIGURE, kept["title"], kept_sweep(kept))
         made.append(out_dir / FIGURE)
     for screen in sorted(common.RECORDINGS.glob(SCREEN.format("*"))):  # --screen's
-        kept, default = json.loads(screen.read_text()), json.loads(KEPT.read_text())
+        kept = json.loads(screen.read_text())
+        default = kept_sweep(kept) or json.loads(KEPT.read_text())
         out = out_dir / screen.with_suffix(".png").name
         plot(kept["curves"], kept["budget"], out, kept["title"], against=default)
         made.append(out)
@@ -361,6 +372,9 @@ def main() -> None:
     p.add_argument("--screen", action="store_true",
                    help="keep the runs as a screen, drawn against the kept default "
                    "(recordings/seed_sweep-NAME.json, docs/figures/)")  # fmt: skip
+    p.add_argument("--against", metavar="NAME",
+                   help="draw the median and spread of benchmarks/recordings/NAME.json, a "
+                   "kept sweep, beside the seeds (--screen: the kept default's)")  # fmt: skip
     common.add_figure_flags(p, FIGURE)
     args = p.parse_args(argv)
     if args.evaluate_checkpoint:
@@ -441,17 +455,21 @@ def main() -> None:
               f"{ev.get('policy', 'running average')}")  # fmt: skip
     figure = common.figure_path(args, FIGURE)
     title = f"Pong, {args.name}, {args.slots} slots: {len(seeds)} seeds"
-    against = json.loads(KEPT.read_text()) if args.screen and KEPT.exists() else None
+    against = kept_sweep({"against": args.against})
+    if against is None and args.screen and KEPT.exists():
+        against = json.loads(KEPT.read_text())
     if args.screen:
         figure = common.DOCS_FIGURES / f"seed_sweep-{args.name}.png"
         thinned = {seed: thin(rows) for seed, rows in curves.items()}
         kept = {"title": title, "budget": budget, "seeds": seeds, "curves": thinned}
+        kept |= {"against": args.against} if args.against else {}
         path = common.RECORDINGS / SCREEN.format(args.name)
         path.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
     plot(curves, budget, figure, title, against=against)
     if args.docs and not args.screen:
         thinned = {seed: thin(rows) for seed, rows in curves.items()}
         kept = {"title": title, "budget": budget, "seeds": seeds, "curves": thinned}
+        kept |= {"against": args.against} if args.against else {}
         KEPT.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
     result = {
         "machine": common.machine(),

@@ -109,3 +109,27 @@ def test_a_tag_reads_its_own_seeds_not_those_of_a_longer_tag(tmp_path):
         (tmp_path / name).mkdir()
     found = [d.name for d in runs_of(tmp_path, "fast-sticky-ent3")]
     assert found == ["fast-sticky-ent3-0", "fast-sticky-ent3-12"]
+
+
+def test_a_kept_sweep_is_redrawn_beside_the_sweep_it_names(tmp_path, monkeypatch):
+    """--docs and --screen keep --against's name; draw_kept draws the default beside it, and
+    a screen beside its own reference, or the kept default where it names none."""
+    import common
+    import seed_sweep
+
+    curves = {"0": rows((120, 16384, -3.0), (200, 24576, 0.5))}
+    sweep = {"title": "Pong, x, 16 slots: 1 seeds", "budget": 24576, "curves": curves}
+    monkeypatch.setattr(common, "RECORDINGS", tmp_path)
+    monkeypatch.setattr(seed_sweep, "KEPT", tmp_path / "seed_sweep.json")
+    monkeypatch.setattr(seed_sweep, "DIAGNOSTICS_KEPT", tmp_path / "none.json")
+    (tmp_path / "before.json").write_text(json.dumps(dict(sweep, label="before")))
+    kept = dict(sweep, against="before", label="today")
+    (tmp_path / "seed_sweep.json").write_text(json.dumps(kept))
+    (tmp_path / "seed_sweep-a.json").write_text(json.dumps(dict(sweep, against="before")))
+    (tmp_path / "seed_sweep-b.json").write_text(json.dumps(sweep))
+    drawn = {}
+    monkeypatch.setattr(seed_sweep, "plot", lambda c, b, out, t, against=None: drawn.update(
+        {out.name: against and against["label"]}))  # fmt: skip
+    seed_sweep.draw_kept(tmp_path / "figures")
+    assert drawn == {"seed_sweep.png": "before", "seed_sweep-a.png": "before",
+                     "seed_sweep-b.png": "today"}  # fmt: skip
