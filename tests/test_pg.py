@@ -312,16 +312,18 @@ def test_steps_count_the_agent_steps_played_not_the_open_rallies_carried_over():
 def test_the_header_names_the_default_bonus_baseline_and_decay_and_the_posts_preset_has_none():
     default = ParallelPG(hidden_size=4, slots=1, quiet=True).describe().text
     assert (", entropy bonus 0.03 to 0.01 over 3,000,000 agent steps, learned baseline 0.05, "
-            "lr and bonus decayed past 10,000,000 agent steps (halved 8,000,000 later) |"
-            ) in default  # fmt: skip
+            "lr and bonus decayed past 7,500,000 agent steps (halved 1,250,000 later), "
+            "NOOP from 3,000,000 agent steps |") in default  # fmt: skip
     post = ParallelPG.from_preset("karpathy", hidden_size=4, slots=1, quiet=True).describe().text
-    assert not any(word in post for word in ("entropy", "baseline", "decay"))
+    assert not any(word in post for word in ("entropy", "baseline", "decay", "NOOP"))
     no_bonus = ParallelPG(hidden_size=4, slots=1, quiet=True, entropy_bonus=0.0,
                           entropy_final=None).describe().text  # fmt: skip
-    assert ", learned baseline 0.05, lr decayed past 10,000,000" in no_bonus  # no bonus to decay
+    assert ", learned baseline 0.05, lr decayed past 7,500,000" in no_bonus  # no bonus to decay
     valued = ParallelPG(hidden_size=4, slots=1, quiet=True, value_baseline=0.5, lr_decay_steps=None)
-    assert ", entropy bonus 0.03 to 0.01 over 3,000,000 agent steps, learned baseline 0.5 |" in (
-        valued.describe().text)  # fmt: skip
+    assert (
+        ", entropy bonus 0.03 to 0.01 over 3,000,000 agent steps, learned baseline 0.5, "
+        "NOOP from" in valued.describe().text
+    )  # no decay; fmt: skip
 
 
 def test_the_default_entropy_schedule_is_sticky_pongs_and_others_keep_a_constant_bonus():
