@@ -284,6 +284,6 @@ PARSERS = {
                     non_negative_float),
     "entropy_final": non_negative_float_or_none,
     **dict.fromkeys(["learning_rate", "weight_scale"], positive_float),
-    "lr_decay_steps": positive_int_or_none,
+    **dict.fromkeys(["lr_decay_steps", "noop_from"], positive_int_or_none),
     "frame_skip": frame_skip,
 }  # fmt: skip

@@ -87,6 +87,10 @@ def test_flags_carry_the_fields_defaults_and_parse_only_what_was_given():
     }
     with pytest.raises(SystemExit):
         p.parse_args(["--lr-decay-steps", "0"])
+    never = p.parse_args(["--noop-from", "none"])  # sticky Pong's two actions throughout
+    assert settings_given(never, PGConfig()) == {"noop_from": None}
+    with pytest.raises(SystemExit):
+        p.parse_args(["--noop-from", "0"])
     ga = argparse.ArgumentParser()
     add_settings(ga, GAConfig())
     assert settings_given(ga.parse_args(["--hidden-sizes", "8", "8"]), GAConfig()) == {
