@@ -113,8 +113,7 @@ class TwoLayerPolicy:
             else:
                 h[some] = np.add.reduceat(rows, starts[some], axis=0)
         np.maximum(h, 0.0, out=h)
-        # A per-row sum over the contiguous last axis, again independent of S.
-        logits = (h[:, None, :] * self.W2.T[None, : self.n_logits, :]).sum(axis=-1)
+        logits = self._logits(h)
         if self.n_logits == 1:
             probs = np.empty((S, 2), dtype=np.float32)
             with np.errstate(over="ignore"):  # a logit below -88: exp is inf, p is 0, as meant
@@ -126,6 +125,19 @@ class TwoLayerPolicy:
         bounds = zip(starts.tolist(), ends.tolist(), h, strict=True)
         caches = [(idx[s:e], vals[s:e], hs) for s, e, hs in bounds]
         return probs, caches
+
+    def _logits(self, h: np.ndarray) -> np.ndarray:
+        """float32 (S, K): each row of ``h`` times W2's logit columns, summed in a fixed
+        order that does not depend on S (no BLAS)."""
+        k = self.n_logits
+        if k == 1:  # a pairwise sum over the contiguous last axis
+            return (h[:, None, :] * self.W2.T[None, :1, :]).sum(axis=-1)
+        # Summed in hidden-unit order, one (S, K) slab at a time: the bits of the (S, K, H)
+        # product summed over its last axis (numpy lays that product out K-fastest and sums it
+        # in the same order), at a third of the time.
+        prod = np.empty((self.n_hidden, len(h), k), dtype=np.float32)
+        np.multiply(h.T[:, :, None], self.W2[:, None, :k], out=prod)
+        return prod.sum(axis=0)
 
     def dlogits(self, probs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """d log pi(action) / d logits for S steps: ``y - p`` (sigmoid), ``onehot - probs``.

@@ -44,8 +44,8 @@ def _policy(agent, algorithm: str, stream: np.random.Generator, greedy: bool):
         return lambda game: agent.act(game.obs)
 
     def act(game):
-        p = agent.policy.forward([game.x])[0][0]
-        return int(np.argmax(p)) if greedy else sample(p, stream.random())
+        probs = agent.policy.forward([game.x])[0]
+        return int(np.argmax(probs[0])) if greedy else sample(probs, [stream.random()])[0]
 
     return act
 

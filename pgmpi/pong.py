@@ -162,12 +162,13 @@ class PongGame(Game):
         if self._skips is not None:  # Pong-v0's: 2, 3 or 4 frames, uniformly
             frames = int(self._sticky_rng.integers(*self._skips))
         self.frames = frames
-        for _ in range(frames):
-            if self.sticky:  # with probability 0.25, the frame before's action again
-                if self._sticky_rng.random() >= STICKY:
+        if self.sticky:  # each frame, with probability 0.25, the frame before's action again
+            for u in self._sticky_rng.random(frames).tolist():  # one call: the same draws
+                if u >= STICKY:
                     self._applied = act
                 reward += ale.act(self._applied)
-            else:
+        else:
+            for _ in range(frames):
                 reward += ale.act(act)
         terminated = ale.game_over(with_truncation=False)
         truncated = ale.game_truncated()

@@ -56,9 +56,10 @@ def test_gradient_matches_finite_differences(bernoulli):
     np.testing.assert_allclose(grad, numeric, rtol=2e-3, atol=2e-4)
 
 
-def test_batched_forward_gives_each_game_the_bits_it_gets_alone():
+@pytest.mark.parametrize("n_actions", [2, 3])
+def test_batched_forward_gives_each_game_the_bits_it_gets_alone(n_actions):
     rng = np.random.default_rng(4)
-    net = TwoLayerPolicy(50, 8, 2, rng, bernoulli=True)
+    net = TwoLayerPolicy(50, 8, n_actions, rng, bernoulli=n_actions == 2, value=True)
     xs = [(rng.integers(-1, 2, 50) * (rng.random(50) < 0.2)).astype(np.int8) for _ in range(5)]
     xs[2][:] = 0  # a first frame: no pixel set
     xs = [sparse(x) for x in xs]
@@ -67,6 +68,25 @@ def test_batched_forward_gives_each_game_the_bits_it_gets_alone():
         alone, (single,) = net.forward([x])
         assert alone[0].tobytes() == row.tobytes()
         assert single[2].tobytes() == cache[2].tobytes()
+
+
+def test_three_logits_are_summed_in_hidden_unit_order():
+    """The softmax's logits are each row's products summed one hidden unit after another, in
+    float32: the bits runs with NOOP have always had, now made slab by slab."""
+    rng = np.random.default_rng(6)
+    net = TwoLayerPolicy(300, 200, 3, rng, value=True)
+    net.W2[:] = rng.standard_normal(net.W2.shape).astype(np.float32) * 3
+    xs = [sparse((rng.integers(-1, 2, 300) * (rng.random(300) < 0.1)).astype(np.int8))
+          for _ in range(16)]  # fmt: skip
+    probs, caches = net.forward(xs)
+    h = np.array([c[2] for c in caches])
+    in_order = np.zeros((16, 3), dtype=np.float32)
+    for j in range(200):
+        in_order += h[:, j : j + 1] * net.W2[j, :3]
+    e = np.exp(in_order - in_order.max(axis=1, keepdims=True))
+    assert probs.tobytes() == (e / e.sum(axis=1, keepdims=True)).tobytes()
+    pairwise = (h * net.W2[:, 0]).sum(axis=1)  # numpy's pairwise sum: other bits, so it tells
+    assert not np.array_equal(pairwise, in_order[:, 0])
 
 
 def test_a_policy_certain_to_the_last_bit_gives_probabilities_0_and_1_without_a_warning():

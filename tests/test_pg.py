@@ -41,6 +41,28 @@ def _pong(**kw):
     return ParallelPG(**(base | kw))
 
 
+@pytest.mark.parametrize("n_actions", [2, 3, 6])
+def test_each_game_samples_the_action_whose_interval_holds_its_draw(n_actions):
+    """One call for every game of a step: each row's action is the one whose cumulative
+    probability interval holds its draw, compared in float32 as a draw on the edge shows."""
+    rng = np.random.default_rng(7)
+    logits = rng.standard_normal((40, n_actions))
+    probs = (np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)).astype(np.float32)
+    edges = np.cumsum(probs, axis=1)
+    draws, expected = [], []
+    for edge in edges:
+        j = int(rng.integers(n_actions - 1))
+        # just under an edge in float64, the edge itself in float32: the next action
+        draws.append(np.nextafter(float(edge[j]), 0.0))
+        expected.append(j + 1)
+        assert np.float32(draws[-1]) == edge[j] and draws[-1] < edge[j]
+    u = rng.random(40).tolist()
+    draws += u
+    expected += [min(int(np.searchsorted(e, np.float32(x), side="right")), n_actions - 1)
+                 for e, x in zip(edges, u, strict=True)]  # fmt: skip
+    assert rollout.sample(np.concatenate([probs, probs]), draws) == expected
+
+
 def test_cartpole_learns_in_a_few_updates():
     means = []
     agent = _cartpole(hidden_size=32, slots=10, seed=0)
