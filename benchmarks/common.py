@@ -213,6 +213,7 @@ WORDS = {
     "v05hour": "the default before the entropy schedule, an hour",
     "hour60d": "the default before the entropy schedule, an hour to +15",
     "stdupd": "today's default",
+    "noop3m": "today's default",  # NOOP from 3 M: 128 slots, seeds 0 and 1 (2-4 reach 0 first)
     "fs4": "frame skip 4",
     "v0": "Pong-v0's dynamics",
     "b262k": "the 1,536-rank rule (171 steps a slot)",
