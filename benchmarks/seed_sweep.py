@@ -458,19 +458,16 @@ def main() -> None:
     against = kept_sweep({"against": args.against})
     if against is None and args.screen and KEPT.exists():
         against = json.loads(KEPT.read_text())
-    if args.screen:
+    thinned = {seed: thin(rows) for seed, rows in curves.items()}
+    kept = {"title": title, "budget": budget, "seeds": seeds, "curves": thinned}
+    kept |= {"against": args.against} if args.against else {}
+    if args.screen:  # kept as a screen, or (--docs) as the sweep the docs draw
         figure = common.DOCS_FIGURES / f"seed_sweep-{args.name}.png"
-        thinned = {seed: thin(rows) for seed, rows in curves.items()}
-        kept = {"title": title, "budget": budget, "seeds": seeds, "curves": thinned}
-        kept |= {"against": args.against} if args.against else {}
         path = common.RECORDINGS / SCREEN.format(args.name)
         path.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
-    plot(curves, budget, figure, title, against=against)
-    if args.docs and not args.screen:
-        thinned = {seed: thin(rows) for seed, rows in curves.items()}
-        kept = {"title": title, "budget": budget, "seeds": seeds, "curves": thinned}
-        kept |= {"against": args.against} if args.against else {}
+    elif args.docs:
         KEPT.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
+    plot(curves, budget, figure, title, against=against)
     result = {
         "machine": common.machine(),
         "settings": {"preset": args.preset, "slots": args.slots, "extra": extra},

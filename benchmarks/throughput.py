@@ -25,8 +25,8 @@ Launches itself under mpirun for each configuration and measures, in the same ru
   share of it is what pgmpi's coupling keeps.
 
 ``--noop`` measures ParallelPG with NOOP beside up and down (``noop=True``: three logits),
-what a sticky Pong run plays once ``noop_from``'s steps are past; the result is written to
-benchmarks/results/throughput_noop.json.
+what a sticky Pong run plays once ``noop_from``'s steps are past, in the coupling rounds too;
+the result is written to benchmarks/results/throughput_noop.json.
 
 "capped" uses pgmpi's default BLAS cap (cores per node / ranks per node); "uncapped" gives
 every rank as many BLAS threads as the node has cores, which is what numpy does by default.
@@ -297,12 +297,12 @@ def main() -> None:
             f"ranks waiting {100 * two['pg_wait_fraction']:.1f}% of the time"
         )
     if args.coupling_repeats and 1 in args.ranks and 2 in args.ranks:
-        result["coupling"] = coupling(args.updates, args.coupling_repeats)
+        result["coupling"] = coupling(args.updates, args.coupling_repeats, args.noop)
     name = "throughput_noop" if args.noop else "throughput"
     print("wrote", common.write(name, result, keep=args.docs))
 
 
-def coupling(updates: int, repeats: int) -> dict:
+def coupling(updates: int, repeats: int, noop: bool = False) -> dict:
     """How much of the 2-rank speed-up the coupling costs, against what this machine gives.
 
     Each round runs, one after another: ParallelPG on 1 rank (16 games), on 2 ranks (8 games
@@ -312,7 +312,7 @@ def coupling(updates: int, repeats: int) -> dict:
     get on this machine at that moment; the coupled run's speed-up over it is what pgmpi's
     coupling (waiting at the Allreduce, the Allreduce itself) keeps.
     """
-    run = [__file__, "--worker", "--pg-only", "--updates", str(updates)]
+    run = [__file__, "--worker", "--pg-only", "--updates", str(updates), *["--noop"] * noop]
 
     def rate(stdout: str) -> float:
         return common.last_json(stdout)["steps_per_s"]
