@@ -49,7 +49,7 @@ def sample(probs: np.ndarray, draws: list[float]) -> list[int]:
     """Each row's action: the one whose cumulative-probability interval holds that row's
     uniform draw (compared in float32, as the probabilities are). One call for every game of a
     step: a call per game cost three actions' Pong a percent of its speed."""
-    u = np.asarray(draws, dtype=np.float64).astype(np.float32)
+    u = np.asarray(draws, dtype=np.float32)
     if probs.shape[1] == 2:  # Pong's up/down: the same answer without a cumulative sum
         return (u >= probs[:, 0]).astype(np.int64).tolist()
     below = (u[:, None] >= np.cumsum(probs, axis=1)).sum(axis=1)
