@@ -16,7 +16,8 @@ progress.csv up to the checkpoint's update or generation; only the settings name
 (``NAME=VALUE``, the value read as JSON: ``null`` for None), and only those that leave the
 state's shapes and the games in progress as they are (``BRANCHABLE``, per algorithm; a
 PrunedGA branch may also change how long its episodes play, evaluations' included, and what
-its training episodes charge for their actions). A two-action Pong run may also take NOOP on
+its training episodes charge for their actions, and whether a generation's individuals play the
+same episodes). A two-action Pong run may also take NOOP on
 (``noop=true``): its one up/down logit becomes the softmax's up and down logits (z and 0: the
 same policy) and NOOP's logit starts at ``-a`` times the sum of the hidden layer, ``a`` chosen
 so that NOOP takes 5% (``pgmpi.noop.SHARE``) of the median state of the games in progress; the
@@ -58,7 +59,7 @@ BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA
                    "noop_from"),
     "PrunedGA": ("mutation_rate", "restore_rate",  # the next generation's children on
                  "max_episode_steps", "stall_steps",  # the next generation's episodes on
-                 "action_cost"),
+                 "action_cost", "common_episodes"),
 }  # fmt: skip
 CONFIGS = {"ParallelPG": (PGConfig, "update"), "PrunedGA": (GAConfig, "generation")}
 

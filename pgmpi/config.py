@@ -334,6 +334,10 @@ class GAConfig(Settings):
     times the sum of its action's |a| (BipedalWalker itself charges 0.028 for torque), so
     selection prefers networks that spend less; 0 (the original): the env's rewards alone.
     Evaluations score the env's rewards"""
+    common_episodes: bool = False
+    """True: every individual of a generation plays the same episodes (the same env seeds,
+    so the same terrain and start), and children are compared with each other and with
+    their elites on equal ground; False (the original): each individual its own"""
     seed: int = 0
     """root seed of every random stream in the run"""
 
@@ -364,6 +368,7 @@ class GAConfig(Settings):
             ("action_cost", lambda x: is_real(x) and x >= 0, "a number >= 0"),
             ("action_cost", lambda x: x == 0 or probe is None or not probe.discrete,
              "0 for discrete actions (an action is an index)"),
+            ("common_episodes", is_bool, "True or False"),
         ]) or memory.ga_problem(probe, s)  # fmt: skip
 
     def resolved(self, probe, ranks: int) -> GAConfig:

@@ -23,8 +23,9 @@ off by default, give back pruned connections (``restore_rate``), scale the signe
 (``synapses``), make the best keep its lead only on fresh fitness (``best_reevaluation``),
 rank a surviving elite by its mean over the generations it has played (``elite_averaging``),
 call the best only an elite whose mean rests on enough episodes (``best_min_episodes``), end
-training episodes that stop gaining (``stall_steps``) and charge training episodes for
-their actions' size (``action_cost``).
+training episodes that stop gaining (``stall_steps``), charge training episodes for
+their actions' size (``action_cost``) and play every individual of a generation on the same
+episodes (``common_episodes``).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the

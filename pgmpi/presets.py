@@ -47,7 +47,8 @@ PRESETS = {
 # uniform pruning in every other generation, elites included (update_pop: mutate_pop(0.01)
 # after a coin flip), a leaderboard of elites, recombination, and weights drawn for every
 # individual. The settings added for issue 49's screens (weight_scale, synapses, restore_rate,
-# best_reevaluation, elite_averaging, best_min_episodes, stall_steps, action_cost) are off, as
+# best_reevaluation, elite_averaging, best_min_episodes, stall_steps, action_cost,
+# common_episodes) are off, as
 # PrunedGA ran before them.
 # Every field is written out, so that a change of the defaults leaves the preset as it is
 # (tests/test_config.py compares it with the original's values).
@@ -59,7 +60,8 @@ GA_PRESETS = {
                              elite_fraction=0.125, prune_rate=0.025, mutation_rate=0.01,
                              restore_rate=0.0, best_reevaluation=False, elite_averaging=False,
                              best_min_episodes=1, complexity_weight=0.0, max_episode_steps=1600,
-                             stall_steps=None, action_cost=0.0, seed=0),
+                             stall_steps=None, action_cost=0.0, common_episodes=False,
+                             seed=0),
 }  # fmt: skip
 
 

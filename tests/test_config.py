@@ -52,6 +52,7 @@ def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_fi
         "max_episode_steps": 1600,  # BipedalWalker's own time limit
         "stall_steps": None,  # episodes play on to their end
         "action_cost": 0.0,  # get_fitness: the env's rewards alone
+        "common_episodes": False,  # each individual's episodes its own, as its workers played
         "seed": 0,  # mpi_simple.py: HebbianDAG(..., seed=0)
     }
     preset = asdict(GA_PRESETS["synaptolytic"])

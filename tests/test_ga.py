@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, PrunedGA, checkpoint, rollout
+from pgmpi import ConfigError, PrunedGA, checkpoint, rng, rollout
 from pgmpi.envs import Game
 from pgmpi.optimizers import PruningOptimizer
 
@@ -124,6 +124,7 @@ SCREEN_SETTINGS = (
     "best_min_episodes",
     "stall_steps",
     "action_cost",
+    "common_episodes",
 )
 
 
@@ -208,6 +209,27 @@ def test_action_cost_charges_training_episodes_for_their_actions_but_not_evaluat
     evaluation = charged._play(weights, np.random.default_rng(1), training=False)
     assert evaluation == (env_return, steps)  # evaluations score the env's rewards alone
     assert (charged.train(generations=1).evaluation.steps == 200).all()
+
+
+def test_common_episodes_give_every_individual_of_a_generation_the_same_episodes():
+    # a population of one network, repeated: with common episodes every copy scores the same
+    # in each episode of a generation, and the episodes differ; on their own, the copies differ
+    pendulum = dict(env="Pendulum-v1", hidden_sizes=[4], population_size=6, quiet=True)
+    returns = {}
+    for common in (False, True):
+        ga = PrunedGA(**pendulum, common_episodes=common)
+        ga.optimizer.population[:] = ga.optimizer.population[0]
+        returns[common] = ga.evaluation.run(ga.optimizer.ask(), 0).returns.copy()
+    same = returns[True]
+    assert (same == same[0]).all() and len(set(same[0])) == same.shape[1] == 8
+    assert len(set(returns[False][:, 0])) == 6  # each its own Pendulum start
+    ga = PrunedGA(**pendulum, common_episodes=True).train(generations=3)
+    g, unit = 2, ga.evaluation  # an elite and a child of generation 2 draw the same seeds
+    seeds = {rng.env_seed(unit.stream(g, i, 1)) for i in range(6)}
+    assert seeds == {rng.env_seed(unit.elite_stream(g, 0, 1))}
+    assert -1 in unit.elite_of and (unit.elite_of >= 0).any()  # children and elites
+    with pytest.raises(ConfigError, match="common_episodes must be True or False, got 1"):
+        _tiny(common_episodes=1)
 
 
 def test_load_refuses_other_files(tmp_path):
