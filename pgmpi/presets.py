@@ -48,8 +48,7 @@ PRESETS = {
 # after a coin flip), a leaderboard of elites, recombination, and weights drawn for every
 # individual. The settings added for issue 49's screens (weight_scale, synapses, restore_rate,
 # best_reevaluation, elite_averaging, best_min_episodes, stall_steps, action_cost,
-# common_episodes) are off, as
-# PrunedGA ran before them.
+# common_episodes) are off, as PrunedGA ran before them.
 # Every field is written out, so that a change of the defaults leaves the preset as it is
 # (tests/test_config.py compares it with the original's values).
 GA_PRESETS = {
