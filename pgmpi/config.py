@@ -290,6 +290,10 @@ class GAConfig(Settings):
     """the signed-dag genome's synapses per connection, each a draw over sqrt(synapses) kept or
     pruned on its own, the connection weighing the sum of its kept ones, so that losing one
     changes its weight rather than removing it; 1 (the original): one per connection"""
+    bias: bool = False
+    """the signed-dag genome gets a constant input of 1 feeding every layer, so a unit's
+    threshold is a connection it keeps or prunes; off (the original), a network is an odd
+    function of its input"""
     population_size: int = 128
     """individuals per generation"""
     episodes_per_individual: int = 8
@@ -357,6 +361,8 @@ class GAConfig(Settings):
             ("synapses", lambda x: at_least(x, 1), "an int >= 1"),
             ("synapses", lambda x: s.genome != "ones" or x == 1,
              "1 with genome 'ones' (a connection is 1 or pruned)"),
+            ("bias", is_bool, "True or False"),
+            ("bias", lambda x: s.genome != "ones" or not x, "False with genome 'ones'"),
             ("episodes_per_individual", lambda x: at_least(x, 1), "an int >= 1"),
             ("best_min_episodes", lambda x: at_least(x, 1), "an int >= 1"),
             ("best_min_episodes", lambda x: x <= s.episodes_per_individual or s.elite_averaging,

@@ -16,16 +16,16 @@ wins; and the optimizer selects and mutates from the fitness (``tell``). Selecti
 top ``elite_fraction`` unchanged (led by the best ever seen, if it is not among them) and
 fills the population with children of elites, better ones picked more often, each of whose
 parent's connections is pruned with the mutation rate, which follows how far the elites'
-sizes spread from the population's (or is fixed); with the signed genome a parent's less active
-connections (Hebbian activity, measured in play) are pruned more often. A screen's options,
-off by default, give back pruned connections (``restore_rate``), scale the signed weights
-(``weight_scale``), give each connection several synapses to lose one at a time
-(``synapses``), make the best keep its lead only on fresh fitness (``best_reevaluation``),
-rank a surviving elite by its mean over the generations it has played (``elite_averaging``),
-call the best only an elite whose mean rests on enough episodes (``best_min_episodes``), end
-training episodes that stop gaining (``stall_steps``), charge training episodes for
-their actions' size (``action_cost``) and play every individual of a generation on the same
-episodes (``common_episodes``).
+sizes spread from the population's (or is fixed); with the signed genome a parent's less
+active connections (Hebbian activity, measured in play) are pruned more often. A screen's
+options, off by default, give back pruned connections (``restore_rate``), scale the signed
+weights (``weight_scale``), give each connection several synapses to lose one at a time
+(``synapses``), give the signed network a bias input (``bias``), make the best keep its lead
+only on fresh fitness (``best_reevaluation``), rank a surviving elite by its mean over the
+generations it has played (``elite_averaging``), call the best only an elite whose mean
+rests on enough episodes (``best_min_episodes``), end training episodes that stop gaining
+(``stall_steps``), charge training episodes for their actions' size (``action_cost``) and
+play every individual of a generation on the same episodes (``common_episodes``).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the
@@ -124,7 +124,7 @@ class PrunedGA(GARun):
         self.probe = probe
         layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
         self.net = genomes.make(
-            cfg.genome, layers, probe.discrete, cfg.seed, cfg.weight_scale, cfg.synapses
+            cfg.genome, layers, probe.discrete, cfg.seed, cfg.weight_scale, cfg.synapses, cfg.bias
         )
         self.optimizer = PruningOptimizer(
             self.net.n_weights,

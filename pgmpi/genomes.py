@@ -16,7 +16,10 @@ population is a (P, n_weights) boolean array and learning only ever removes conn
   pruning can spare the busy ones (:func:`pgmpi.optimizers.hebbian_prune_probabilities`).
   With ``synapses`` K > 1 (a screen's setting) each connection is K synapses, each its own
   signed draw kept or pruned on its own, and the connection weighs the sum of its kept ones:
-  pruning one re-draws the connection's weight instead of removing it.
+  pruning one re-draws the connection's weight instead of removing it. With ``bias`` (a
+  screen's setting) the input gains a constant 1 that feeds every layer as the inputs do,
+  so each unit's threshold is a connection to keep or prune; without it (the original) a
+  network is an odd function of its input, ``act(-x) == -act(x)``.
 """
 
 from __future__ import annotations
@@ -100,6 +103,8 @@ class SignedDAG:
         weight_scale: each value is a standard normal draw times this (as float32; 1, the
             default, leaves the draws' bits as they are: x 1 is exact).
         synapses: K, synapses per connection (1, the default, draws the same values).
+        bias: a constant input of 1 after the observation, feeding every layer (False, the
+            default, draws the same values for the same connections).
 
     Attributes:
         values: float32 (n_weights,), read-only: every synapse's value when kept.
@@ -111,11 +116,18 @@ class SignedDAG:
     hebbian = True  # act() can record each connection's activity
 
     def __init__(
-        self, sizes: tuple[int, ...], discrete: bool, seed: int, weight_scale=1.0, synapses=1
+        self,
+        sizes: tuple[int, ...],
+        discrete: bool,
+        seed: int,
+        weight_scale=1.0,
+        synapses=1,
+        bias=False,
     ):
         self.sizes = tuple(int(s) for s in sizes)
         self.discrete = discrete
-        units = [*self.sizes[:-1], self.sizes[-1] + 1]
+        self.bias = bool(bias)
+        units = [self.sizes[0] + self.bias, *self.sizes[1:-1], self.sizes[-1] + 1]
         self.shapes = [(sum(units[:k]), units[k]) for k in range(1, len(units))]
         self.connections = sum(a * b for a, b in self.shapes)
         self.synapses = synapses
@@ -128,6 +140,8 @@ class SignedDAG:
             self.description = self.description.replace("N(0,1)", f"N(0,1) x {weight_scale}")
         if synapses > 1:
             self.description += f", {synapses} synapses a connection"
+        if bias:
+            self.description += ", a bias input"
 
     def weights(self, mask: np.ndarray) -> list[np.ndarray]:
         """float32 weight matrices, one (n_in, n_out) per layer, the values where ``mask``
@@ -153,6 +167,8 @@ class SignedDAG:
         the optimizer reads only the kept ones.
         """
         x = np.asarray(obs, dtype=np.float32)
+        if self.bias:
+            x = np.append(x, np.float32(1))
         for w in weights:
             pre = matvec(x, w)
             y = np.tanh(pre)
@@ -215,9 +231,9 @@ def matvec(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int, weight_scale=1.0,
-         synapses=1):  # fmt: skip
+         synapses=1, bias=False):  # fmt: skip
     """The network of ``genome`` (one of :data:`GENOMES`) with these layer sizes
-    (``weight_scale`` and ``synapses``: the signed genome's, see :class:`SignedDAG`)."""
+    (``weight_scale``, ``synapses`` and ``bias``: the signed genome's, see :class:`SignedDAG`)."""
     if genome == "signed-dag":
-        return SignedDAG(sizes, discrete, seed, weight_scale, synapses)
+        return SignedDAG(sizes, discrete, seed, weight_scale, synapses, bias)
     return PrunedNetwork(sizes, discrete)

@@ -45,7 +45,7 @@ def ga_problem(probe, cfg) -> str | None:
     seconds and rank, and its slot on the board of units played ahead (64 bytes)."""
     if probe is None:
         return None
-    sizes = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
+    sizes = (probe.n_inputs + cfg.bias, *cfg.hidden_sizes, probe.n_actions)
     if cfg.genome == "signed-dag":  # every layer fed by all earlier ones
         weights = cfg.synapses * sum(sum(sizes[:i]) * sizes[i] for i in range(1, len(sizes)))
     else:

@@ -46,7 +46,7 @@ PRESETS = {
 # BipedalWalker-v2 and v3). What PrunedGA has no setting for is not kept: a further 0.01 of
 # uniform pruning in every other generation, elites included (update_pop: mutate_pop(0.01)
 # after a coin flip), a leaderboard of elites, recombination, and weights drawn for every
-# individual. The settings added for issue 49's screens (weight_scale, synapses, restore_rate,
+# individual. The settings added for issue 49's screens (weight_scale, synapses, bias, restore_rate,
 # best_reevaluation, elite_averaging, best_min_episodes, stall_steps, action_cost,
 # common_episodes) are off, as PrunedGA ran before them.
 # Every field is written out, so that a change of the defaults leaves the preset as it is
@@ -54,7 +54,7 @@ PRESETS = {
 GA_PRESETS = {
     "default": GAConfig(),
     "synaptolytic": GAConfig(hidden_sizes=[8, 8], genome="signed-dag", weight_scale=1.0,
-                             synapses=1,
+                             synapses=1, bias=False,
                              population_size=138, episodes_per_individual=8,
                              elite_fraction=0.125, prune_rate=0.025, mutation_rate=0.01,
                              restore_rate=0.0, best_reevaluation=False, elite_averaging=False,

@@ -45,6 +45,7 @@ def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_fi
         "mutation_rate": 0.01,  # update_pop: hebbian_prune(0.01), every generation
         "restore_rate": 0.0,  # a connection once pruned never comes back
         "synapses": 1,  # HebbianDAG: one weight per connection
+        "bias": False,  # HebbianDAG: its units have no bias
         "best_reevaluation": False,  # pgmpi's rule before the setting: the best keeps its best
         "elite_averaging": False,  # ranked by this generation's fitness alone
         "best_min_episodes": 1,  # the best: the top of the ranking (on its 8 episodes)

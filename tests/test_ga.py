@@ -119,6 +119,7 @@ SCREEN_SETTINGS = (
     "restore_rate",
     "weight_scale",
     "synapses",
+    "bias",
     "best_reevaluation",
     "elite_averaging",
     "best_min_episodes",

@@ -152,6 +152,46 @@ def test_synapses_train_save_and_load_and_are_refused_where_they_mean_nothing(tm
             PrunedGA(env="CartPole-v1", **dict(TINY, **settings))
 
 
+def test_without_a_bias_the_signed_dag_is_odd_and_a_bias_input_feeds_every_layer():
+    plain, biased = SignedDAG(SIZES, False, 4), SignedDAG(SIZES, False, 4, bias=True)
+    assert biased.shapes == [(7, 5), (12, 5), (17, 4)]  # the constant 1 is the 7th input
+    assert (
+        plain.values.tobytes()
+        == rng.stream(4, rng.INIT, rng.GA_VALUES)
+        .standard_normal(plain.n_weights, dtype=np.float32)
+        .tobytes()
+    )  # bias off: the values as before the setting
+    x = np.random.default_rng(2).uniform(-2, 2, SIZES[0]).astype(np.float32)
+    w = plain.weights(np.ones(plain.n_weights, bool))
+    assert np.array_equal(plain.act(w, -x), -plain.act(w, x))  # tanh and no bias: odd
+    wb = biased.weights(np.ones(biased.n_weights, bool))
+    assert not np.allclose(biased.act(wb, -x), -biased.act(wb, x))
+    assert np.any(biased.act(wb, np.zeros(6, np.float32)) != 0)  # the bias alone moves it
+    off = np.ones(biased.n_weights, bool)
+    start = 0
+    for a, b in biased.shapes:  # prune every connection that leaves the bias (input row 6)
+        off[start + 6 * b : start + 7 * b] = False
+        start += a * b
+    wo = biased.weights(off)
+    assert np.array_equal(biased.act(wo, -x), -biased.act(wo, x))  # odd again
+    assert "a bias input" in biased.description and "bias" not in plain.description
+
+
+def test_bias_trains_saves_and_loads_and_is_refused_for_the_ones_genome(tmp_path):
+    ga = PrunedGA(env="Pendulum-v1", bias=True, **dict(TINY, max_episode_steps=20))
+    ga.train(generations=2).save(tmp_path / "ga.npz")
+    back = PrunedGA.load(tmp_path / "ga.npz", quiet=True)
+    assert back.config["bias"] is True
+    assert back.optimizer.population.shape == (6, 4 * 4 + 8 * 2)  # (3 + 1) x 4 + (4 + 4) x 2
+    assert back.evaluate(2) == ga.evaluate(2)
+    for settings, message in [
+        (dict(bias=1), "bias must be True or False, got 1"),
+        (dict(bias=True), "bias must be False with genome 'ones'"),  # CartPole's
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            PrunedGA(env="CartPole-v1", **dict(TINY, **settings))
+
+
 def test_weights_are_the_values_where_the_mask_keeps_them():
     net = SignedDAG(SIZES, False, seed=1)
     mask = np.random.default_rng(1).random(net.n_weights) < 0.5
