@@ -127,8 +127,7 @@ class SignedDAG:
         self.sizes = tuple(int(s) for s in sizes)
         self.discrete = discrete
         self.bias = bool(bias)
-        units = [self.sizes[0] + self.bias, *self.sizes[1:-1], self.sizes[-1] + 1]
-        self.shapes = [(sum(units[:k]), units[k]) for k in range(1, len(units))]
+        self.shapes = dag_shapes(self.sizes, self.bias)
         self.connections = sum(a * b for a, b in self.shapes)
         self.synapses = synapses
         self.n_weights = synapses * self.connections
@@ -140,7 +139,7 @@ class SignedDAG:
             self.description = self.description.replace("N(0,1)", f"N(0,1) x {weight_scale}")
         if synapses > 1:
             self.description += f", {synapses} synapses a connection"
-        if bias:
+        if self.bias:
             self.description += ", a bias input"
 
     def weights(self, mask: np.ndarray) -> list[np.ndarray]:
@@ -221,6 +220,13 @@ class Trace:
         self._add()
         self.activity.reshape(-1, self.sums.size)[:] = self.sums / max(steps, 1)  # each synapse
         return self.activity
+
+
+def dag_shapes(sizes: tuple[int, ...], bias=False) -> list[tuple[int, int]]:
+    """:class:`SignedDAG`'s layers, each (n_in, n_out): every layer fed by every earlier one
+    (with ``bias``, the input one unit longer), one output more than ``sizes`` gives."""
+    units = [sizes[0] + bool(bias), *sizes[1:-1], sizes[-1] + 1]
+    return [(sum(units[:k]), units[k]) for k in range(1, len(units))]
 
 
 def matvec(x: np.ndarray, w: np.ndarray) -> np.ndarray:

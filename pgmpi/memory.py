@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+from pgmpi import genomes
+
 
 def memory_bytes() -> int:
     """This machine's physical memory, in bytes."""
@@ -45,9 +47,9 @@ def ga_problem(probe, cfg) -> str | None:
     seconds and rank, and its slot on the board of units played ahead (64 bytes)."""
     if probe is None:
         return None
-    sizes = (probe.n_inputs + cfg.bias, *cfg.hidden_sizes, probe.n_actions)
+    sizes = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
     if cfg.genome == "signed-dag":  # every layer fed by all earlier ones
-        weights = cfg.synapses * sum(sum(sizes[:i]) * sizes[i] for i in range(1, len(sizes)))
+        weights = cfg.synapses * sum(a * b for a, b in genomes.dag_shapes(sizes, cfg.bias))
     else:
         weights = sum(a * b for a, b in zip(sizes, sizes[1:], strict=False))
     P, E = cfg.population_size, cfg.episodes_per_individual
