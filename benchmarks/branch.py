@@ -14,24 +14,22 @@ The copy keeps the run's learning state (a policy's parameters, optimizer state,
 average and games in progress; a population and its fitness history) and counters, and its
 progress.csv up to the checkpoint's update or generation; only the settings named change
 (``NAME=VALUE``, the value read as JSON: ``null`` for None), and only those that leave the
-state's shapes and the games in progress as they are (``BRANCHABLE``, per algorithm; a
-PrunedGA branch may also change how long its episodes play, evaluations' included, and what
-its training episodes charge for their actions, and whether a generation's individuals play the
-same episodes). A two-action Pong run may also take NOOP on
-(``noop=true``): its one up/down logit becomes the softmax's up and down logits (z and 0: the
-same policy) and NOOP's logit starts at ``-a`` times the sum of the hidden layer, ``a`` chosen
-so that NOOP takes 5% (``pgmpi.noop.SHARE``) of the median state of the games in progress; the
-optimizer's state for the new columns starts with the old column's second moment. With
-``noop_from=N`` (N past the checkpoint's agent steps) the run grows the same way itself once it
-has played N (PGConfig.noop_from), bit for bit the run that had it from the start. A Pong
-run may also take the paddle's column on (``paddle_column=true``): W1 grows by its 160 rows,
-at 0 (the same policy), and each game in progress gets them in its input. The
+state's shapes and the games in progress as they are (``BRANCHABLE``, per algorithm; a PrunedGA
+branch may also change how long its episodes play, evaluations' included). A two-action Pong
+run may also take NOOP on (``noop=true``): its one up/down logit becomes the softmax's up and
+down logits (z and 0: the same policy) and NOOP's logit starts at ``-a`` times the sum of the
+hidden layer, ``a`` chosen so that NOOP takes 5% (``pgmpi.noop.SHARE``) of the median state of
+the games in progress; the optimizer's state for the new columns starts with the old column's
+second moment. With ``noop_from=N`` (N past the checkpoint's agent steps) the run grows the
+same way itself once it has played N (PGConfig.noop_from), bit for bit the run that had it from
+the start. A Pong run may also take the paddle's column on (``paddle_column=true``): W1 grows
+by its 160 rows, at 0 (the same policy), and each game in progress gets them in its input. The
 checkpoint and config.json say the new values, so a resume (``examples/pong.py --resume`` or
-``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it finds)
-plays on with them: up to the checkpoint the branch is its parent, bit for bit, and two
-branches of one parent differ only by what changed (a PrunedGA branch: from the next
-generation's children on). Settings already resolved in the parent stay resolved (the
-sticky entropy schedule's 0.03 and 0.01, say).
+``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it finds) plays
+on with them: up to the checkpoint the branch is its parent, bit for bit, and two branches of
+one parent differ only by what changed (a PrunedGA branch: from the next generation's children
+on). Settings already resolved in the parent stay resolved (the sticky entropy schedule's 0.03
+and 0.01, say).
 """
 
 from __future__ import annotations
@@ -57,9 +55,8 @@ BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
                    "entropy_final", "entropy_steps", "gamma", "noop", "paddle_column",
                    "noop_from"),
-    "PrunedGA": ("mutation_rate", "restore_rate",  # the next generation's children on
-                 "max_episode_steps", "stall_steps",  # the next generation's episodes on
-                 "action_cost", "common_episodes"),
+    "PrunedGA": ("mutation_rate",  # the next generation's children on
+                 "max_episode_steps"),  # the next generation's episodes on
 }  # fmt: skip
 CONFIGS = {"ParallelPG": (PGConfig, "update"), "PrunedGA": (GAConfig, "generation")}
 

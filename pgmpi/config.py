@@ -256,14 +256,20 @@ PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entrop
 # trained it. clip, PPO's, mattered only with epochs > 1.
 PG_RETIRED = dict(gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2,
                   deterministic_games=0.0, frame_stack=0)  # fmt: skip
+# PrunedGA's, the walker screens of issue 49: the signed weights' scale, a bias input, an
+# operator giving connections back, the best re-evaluated, training episodes ended when they
+# stall or charged for their actions, and one generation's individuals on common episodes.
+GA_RETIRED = dict(weight_scale=1.0, bias=False, restore_rate=0.0, best_reevaluation=False,
+                  stall_steps=None, action_cost=0.0, common_episodes=False)  # fmt: skip
+RETIRED = PG_RETIRED | GA_RETIRED  # no name in both
 
 
 def without_retired(config: dict) -> tuple[dict, str | None]:
-    """``config`` (a checkpoint's settings) without :data:`PG_RETIRED`'s, and the problem if
+    """``config`` (a checkpoint's settings) without :data:`RETIRED`'s, and the problem if
     one of them held another value than today's code plays (None if none did)."""
-    changed = [f"{k}={config[k]!r}" for k, v in PG_RETIRED.items()
+    changed = [f"{k}={config[k]!r}" for k, v in RETIRED.items()
                if k in config and k != "clip" and config[k] != v]  # fmt: skip
-    kept = {k: v for k, v in config.items() if k not in PG_RETIRED}
+    kept = {k: v for k, v in config.items() if k not in RETIRED}
     if not changed:
         return kept, None
     return kept, (
@@ -283,17 +289,10 @@ class GAConfig(Settings):
     """'ones': all weights 1, each layer feeds the next (the original's pruneable agent);
     'signed-dag': N(0,1) weights, every layer fed by all earlier ones, Hebbian-guided pruning;
     None: signed-dag for continuous actions, ones for discrete"""
-    weight_scale: float = 1.0
-    """the signed-dag genome's weights are standard normal draws times this (1 in the
-    original); 'ones' keeps 1"""
     synapses: int = 1
     """the signed-dag genome's synapses per connection, each a draw over sqrt(synapses) kept or
     pruned on its own, the connection weighing the sum of its kept ones, so that losing one
     changes its weight rather than removing it; 1 (the original): one per connection"""
-    bias: bool = False
-    """the signed-dag genome gets a constant input of 1 feeding every layer, so a unit's
-    threshold is a connection it keeps or prunes; off (the original), a network is an odd
-    function of its input"""
     population_size: int = 128
     """individuals per generation"""
     episodes_per_individual: int = 8
@@ -306,18 +305,12 @@ class GAConfig(Settings):
     """a child's pruning probability in later generations (its mean, with Hebbian pruning):
     None (the flag's none) adapts it every generation to how far the elites' sizes spread
     from the population's (the original's PruneableAgent); a number fixes it"""
-    restore_rate: float = 0.0
-    """a child's probability of getting back each connection its parent lacks, in [0, 1): 0
-    (the original) gives none back, so networks only lose connections"""
-    best_reevaluation: bool = False
-    """True: the best network's fitness is the one it gets when played again in the next
-    generation, so it leads only while it tops a generation; False (the original): it
-    keeps the best fitness it ever got, a lucky estimate that is rarely beaten"""
     elite_averaging: bool = False
     """True: a network kept unchanged from one generation to the next is ranked by the mean
     of its fitness over every generation it has played, so a surviving elite's estimate rests
-    on more episodes each generation, and the best is the top of that ranking (as with
-    best_reevaluation); False (the original): by the latest generation's alone"""
+    on more episodes each generation, and the best is the top of that ranking; False (the
+    original): by the latest generation's alone, and the best keeps the best fitness it ever
+    got"""
     best_min_episodes: int = 1
     """with elite_averaging: the best network (the one evaluate() plays and a run reports) is
     the top-ranked elite whose mean fitness rests on at least this many episodes (its
@@ -329,19 +322,6 @@ class GAConfig(Settings):
     none in its BipedalWalker benchmark's HebbianDAG)"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """an episode that reaches this many steps ends there, truncated"""
-    stall_steps: int | None = None
-    """a training episode also ends once its return has gone this many steps without a new
-    high, and scores the return it has (a walker standing still stops costing steps); None
-    (the original): it plays on. Evaluations always play whole episodes"""
-    action_cost: float = 0.0
-    """fitness shaping for continuous actions: each step of a training episode also costs this
-    times the sum of its action's |a| (BipedalWalker itself charges 0.028 for torque), so
-    selection prefers networks that spend less; 0 (the original): the env's rewards alone.
-    Evaluations score the env's rewards"""
-    common_episodes: bool = False
-    """True: every individual of a generation plays the same episodes (the same env seeds,
-    so the same terrain and start), and children are compared with each other and with
-    their elites on equal ground; False (the original): each individual its own"""
     seed: int = 0
     """root seed of every random stream in the run"""
 
@@ -350,19 +330,13 @@ class GAConfig(Settings):
         resolved settings: also whether a rank fits in this machine's memory."""
         s = self
         problem = pruning_problem(s.population_size, s.elite_fraction, s.prune_rate, s.seed,
-                                  s.mutation_rate, s.restore_rate, s.best_reevaluation,
-                                  s.elite_averaging)  # fmt: skip
+                                  s.mutation_rate, s.elite_averaging)  # fmt: skip
         return problem or first_problem(s, [
             ("hidden_sizes", is_sizes, "a list of ints >= 1"),
             ("genome", lambda x: x in (None, "ones", "signed-dag"), "None, 'ones' or 'signed-dag'"),
-            ("weight_scale", lambda x: is_real(x) and x > 0, "a number > 0"),
-            ("weight_scale", lambda x: s.genome != "ones" or x == 1,
-             "1 with genome 'ones' (its weights are 1)"),
             ("synapses", lambda x: at_least(x, 1), "an int >= 1"),
             ("synapses", lambda x: s.genome != "ones" or x == 1,
              "1 with genome 'ones' (a connection is 1 or pruned)"),
-            ("bias", is_bool, "True or False"),
-            ("bias", lambda x: s.genome != "ones" or not x, "False with genome 'ones'"),
             ("episodes_per_individual", lambda x: at_least(x, 1), "an int >= 1"),
             ("best_min_episodes", lambda x: at_least(x, 1), "an int >= 1"),
             ("best_min_episodes", lambda x: x <= s.episodes_per_individual or s.elite_averaging,
@@ -370,11 +344,6 @@ class GAConfig(Settings):
              "episodes an elite's fitness rests on)"),
             ("complexity_weight", lambda x: is_real(x) and x >= 0, "a number >= 0"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
-            ("stall_steps", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),
-            ("action_cost", lambda x: is_real(x) and x >= 0, "a number >= 0"),
-            ("action_cost", lambda x: x == 0 or probe is None or not probe.discrete,
-             "0 for discrete actions (an action is an index)"),
-            ("common_episodes", is_bool, "True or False"),
         ]) or memory.ga_problem(probe, s)  # fmt: skip
 
     def resolved(self, probe, ranks: int) -> GAConfig:

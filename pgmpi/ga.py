@@ -18,14 +18,10 @@ fills the population with children of elites, better ones picked more often, eac
 parent's connections is pruned with the mutation rate, which follows how far the elites'
 sizes spread from the population's (or is fixed); with the signed genome a parent's less
 active connections (Hebbian activity, measured in play) are pruned more often. A screen's
-options, off by default, give back pruned connections (``restore_rate``), scale the signed
-weights (``weight_scale``), give each connection several synapses to lose one at a time
-(``synapses``), give the signed network a bias input (``bias``), make the best keep its lead
-only on fresh fitness (``best_reevaluation``), rank a surviving elite by its mean over the
-generations it has played (``elite_averaging``), call the best only an elite whose mean
-rests on enough episodes (``best_min_episodes``), end training episodes that stop gaining
-(``stall_steps``), charge training episodes for their actions' size (``action_cost``) and
-play every individual of a generation on the same episodes (``common_episodes``).
+options, off by default, rank a surviving elite by its mean over the generations it has
+played (``elite_averaging``), call the best only an elite whose mean rests on enough
+episodes (``best_min_episodes``) and give each connection several synapses to lose one at a
+time (``synapses``); the screens' other settings are retired (docs/screens.md).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the
@@ -123,17 +119,13 @@ class PrunedGA(GARun):
         options.cap_blas_threads()
         self.probe = probe
         layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
-        self.net = genomes.make(
-            cfg.genome, layers, probe.discrete, cfg.seed, cfg.weight_scale, cfg.synapses, cfg.bias
-        )
+        self.net = genomes.make(cfg.genome, layers, probe.discrete, cfg.seed, cfg.synapses)
         self.optimizer = PruningOptimizer(
             self.net.n_weights,
             population_size=cfg.population_size,
             elite_fraction=cfg.elite_fraction,
             prune_rate=cfg.prune_rate,
             mutation_rate=cfg.mutation_rate,
-            restore_rate=cfg.restore_rate,
-            best_reevaluation=cfg.best_reevaluation,
             elite_averaging=cfg.elite_averaging,
             best_min_count=-(-cfg.best_min_episodes // cfg.episodes_per_individual),  # generations
             seed=cfg.seed,
@@ -170,24 +162,20 @@ class PrunedGA(GARun):
         returns = unit_returns.sum(axis=1) / unit_returns.shape[1]
         return returns - self.config["complexity_weight"] * kept
 
-    def _play(self, weights: list[np.ndarray], stream, activity=None, training=True):
+    def _play(self, weights: list[np.ndarray], stream, activity=None):
         """Return and steps of :meth:`_episode`, played at once."""
-        return self._episode(weights, stream, activity, training).finish()[:2]
+        return self._episode(weights, stream, activity).finish()[:2]
 
-    def _episode(self, weights: list[np.ndarray], stream, activity=None, training=True):
+    def _episode(self, weights: list[np.ndarray], stream, activity=None):
         """An episode (a :class:`~pgmpi.rollout.Episode`) of network ``weights`` seeded from
         ``stream``, in a new env (Box2D envs carry state over, so a reused one would make
         results depend on which units this rank played before); ``activity`` (float64 (W,),
         or None) gets each connection's mean Hebbian term per step at the end (recorded by a
-        :class:`~pgmpi.genomes.Trace`). A ``training`` episode ends early if it stalls
-        (``stall_steps``) and charges its actions (``action_cost``); an evaluation's plays to
-        its end and scores the env's rewards."""
+        :class:`~pgmpi.genomes.Trace`)."""
         game = Game(self._env, self.config["max_episode_steps"])
         trace = None if activity is None else genomes.Trace(self.net.shapes, activity)
         act = lambda game: self._action(weights, game.obs, trace)  # noqa: E731
-        cfg = self.config
-        stall, cost = (cfg["stall_steps"], cfg["action_cost"]) if training else (None, 0.0)
-        return rollout.Episode(game, act, stream, trace, stall, cost)
+        return rollout.Episode(game, act, stream, trace)
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray, activity=None):
         a = self.net.act(weights, obs) if activity is None else self.net.act(weights, obs, activity)

@@ -16,6 +16,7 @@ import numpy as np
 
 from pgmpi import checkpoint, mpi
 from pgmpi.best import BestScore
+from pgmpi.config import without_retired
 from pgmpi.envs import Game
 from pgmpi.evaluation import evaluation_returns
 from pgmpi.loop import EPISODES_A_RANK, Description
@@ -139,7 +140,7 @@ class GARun:
             episodes,
             self.config["seed"],
             self.evaluations,
-            lambda streams: [self._play(weights, s, training=False)[0] for s in streams],
+            lambda streams: [self._play(weights, s)[0] for s in streams],
         )
         found = self.best_found.at if label == "best network" else None
         return BestScore(returns, label, int(mask.sum()), n, found)
@@ -163,6 +164,9 @@ class GARun:
         call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
+        settings, gone = without_retired(settings)
+        if gone:  # the same metadata on every rank, so the same error on every rank
+            raise mpi.ConfigError(f"checkpoint {str(path)!r}: {gone}; nothing was changed")
         agent = cls(**settings)
         with checkpoint.complete(path, cls.algorithm):  # a missing key: a ConfigError
             have = arrays["population"].shape

@@ -10,16 +10,14 @@ population is a (P, n_weights) boolean array and learning only ever removes conn
   weight and tanh increasing, every continuous output is a non-decreasing function of every
   input, so such a network cannot, say, push a leg back when it leans forward.
 * :class:`SignedDAG` ("signed-dag"): the benchmark's ``HebbianDAG``: signed weights drawn
-  from a standard normal (times ``weight_scale``, 1 by default), every layer fed by every
-  earlier layer (the input included), tanh on every layer, one output unit more than there
-  are actions, and each connection's Hebbian activity recorded while it plays, so that
-  pruning can spare the busy ones (:func:`pgmpi.optimizers.hebbian_prune_probabilities`).
-  With ``synapses`` K > 1 (a screen's setting) each connection is K synapses, each its own
-  signed draw kept or pruned on its own, and the connection weighs the sum of its kept ones:
-  pruning one re-draws the connection's weight instead of removing it. With ``bias`` (a
-  screen's setting) the input gains a constant 1 that feeds every layer as the inputs do,
-  so each unit's threshold is a connection to keep or prune; without it (the original) a
-  network is an odd function of its input, ``act(-x) == -act(x)``.
+  from a standard normal, every layer fed by every earlier layer (the input included), tanh
+  on every layer, one output unit more than there are actions, and each connection's Hebbian
+  activity recorded while it plays, so that pruning can spare the busy ones
+  (:func:`pgmpi.optimizers.hebbian_prune_probabilities`). With ``synapses`` K > 1 (a screen's
+  setting) each connection is K synapses, each its own signed draw kept or pruned on its own,
+  and the connection weighs the sum of its kept ones: pruning one re-draws the connection's
+  weight instead of removing it. With no bias, a network is an odd function of its input,
+  ``act(-x) == -act(x)``.
 """
 
 from __future__ import annotations
@@ -93,18 +91,14 @@ class SignedDAG:
     With ``synapses`` K > 1, the mask and the values are K blocks of one per connection (all
     connections' first synapse, then their second, ...), each value divided by sqrt(K), and
     a connection weighs the sum of its kept synapses' values, added in block order: with all
-    K kept it is N(0, 1) times ``weight_scale`` again, and losing one of them changes its
+    K kept it is N(0, 1) again, and losing one of them changes its
     weight, where with K = 1 losing the one removes the connection.
 
     Args:
         sizes: (n_inputs, hidden..., n_outputs), n_outputs the actions.
         discrete: argmax over the actions if True, their tanh if False.
         seed: the run's root seed.
-        weight_scale: each value is a standard normal draw times this (as float32; 1, the
-            default, leaves the draws' bits as they are: x 1 is exact).
         synapses: K, synapses per connection (1, the default, draws the same values).
-        bias: a constant input of 1 after the observation, feeding every layer (False, the
-            default, draws the same values for the same connections).
 
     Attributes:
         values: float32 (n_weights,), read-only: every synapse's value when kept.
@@ -120,27 +114,20 @@ class SignedDAG:
         sizes: tuple[int, ...],
         discrete: bool,
         seed: int,
-        weight_scale=1.0,
         synapses=1,
-        bias=False,
     ):
         self.sizes = tuple(int(s) for s in sizes)
         self.discrete = discrete
-        self.bias = bool(bias)
-        self.shapes = dag_shapes(self.sizes, self.bias)
+        self.shapes = dag_shapes(self.sizes)
         self.connections = sum(a * b for a, b in self.shapes)
         self.synapses = synapses
         self.n_weights = synapses * self.connections
         stream = rng.stream(seed, rng.INIT, rng.GA_VALUES)
         self.values = stream.standard_normal(self.n_weights, dtype=np.float32)
-        self.values *= np.float32(weight_scale / math.sqrt(synapses))  # K = 1: weight_scale itself
+        self.values *= np.float32(1 / math.sqrt(synapses))  # K = 1: x 1, exact
         self.values.flags.writeable = False
-        if weight_scale != 1:
-            self.description = self.description.replace("N(0,1)", f"N(0,1) x {weight_scale}")
         if synapses > 1:
             self.description += f", {synapses} synapses a connection"
-        if self.bias:
-            self.description += ", a bias input"
 
     def weights(self, mask: np.ndarray) -> list[np.ndarray]:
         """float32 weight matrices, one (n_in, n_out) per layer, the values where ``mask``
@@ -166,8 +153,6 @@ class SignedDAG:
         the optimizer reads only the kept ones.
         """
         x = np.asarray(obs, dtype=np.float32)
-        if self.bias:
-            x = np.append(x, np.float32(1))
         for w in weights:
             pre = matvec(x, w)
             y = np.tanh(pre)
@@ -222,10 +207,10 @@ class Trace:
         return self.activity
 
 
-def dag_shapes(sizes: tuple[int, ...], bias=False) -> list[tuple[int, int]]:
-    """:class:`SignedDAG`'s layers, each (n_in, n_out): every layer fed by every earlier one
-    (with ``bias``, the input one unit longer), one output more than ``sizes`` gives."""
-    units = [sizes[0] + bool(bias), *sizes[1:-1], sizes[-1] + 1]
+def dag_shapes(sizes: tuple[int, ...]) -> list[tuple[int, int]]:
+    """:class:`SignedDAG`'s layers, each (n_in, n_out): every layer fed by every earlier one,
+    one output more than ``sizes`` gives."""
+    units = [*sizes[:-1], sizes[-1] + 1]
     return [(sum(units[:k]), units[k]) for k in range(1, len(units))]
 
 
@@ -236,10 +221,9 @@ def matvec(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (x[:, None] * w).sum(axis=0)
 
 
-def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int, weight_scale=1.0,
-         synapses=1, bias=False):  # fmt: skip
+def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int, synapses=1):
     """The network of ``genome`` (one of :data:`GENOMES`) with these layer sizes
-    (``weight_scale``, ``synapses`` and ``bias``: the signed genome's, see :class:`SignedDAG`)."""
+    (``synapses``: the signed genome's, see :class:`SignedDAG`)."""
     if genome == "signed-dag":
-        return SignedDAG(sizes, discrete, seed, weight_scale, synapses, bias)
+        return SignedDAG(sizes, discrete, seed, synapses)
     return PrunedNetwork(sizes, discrete)

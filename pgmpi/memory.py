@@ -49,7 +49,7 @@ def ga_problem(probe, cfg) -> str | None:
         return None
     sizes = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
     if cfg.genome == "signed-dag":  # every layer fed by all earlier ones
-        weights = cfg.synapses * sum(a * b for a, b in genomes.dag_shapes(sizes, cfg.bias))
+        weights = cfg.synapses * sum(a * b for a, b in genomes.dag_shapes(sizes))
     else:
         weights = sum(a * b for a, b in zip(sizes, sizes[1:], strict=False))
     P, E = cfg.population_size, cfg.episodes_per_individual

@@ -8,8 +8,7 @@
   one-call interface: ``step(params, grad)``.
 * :class:`PruningOptimizer`: synaptolysis (Rive Sunder's synaptolytic-learning project,
   2019) behind ``ask()`` / ``tell(fitness)``, the interface of estool: selection and
-  mutation of boolean connection masks that only ever lose connections (unless a
-  ``restore_rate`` gives some back); told each
+  mutation of boolean connection masks that only ever lose connections; told each
   connection's Hebbian activity (the signed-dag genome, pgmpi/genomes.py), it prunes the
   less active ones more often (:func:`hebbian_prune_probabilities`).
 """
@@ -154,23 +153,20 @@ class PruningOptimizer:
     proportional to len(elites) - j, each of whose connections is then pruned with probability
     ``mutation_rate = clip(sqrt(mean((c_elites - mean(c))**2)) / mean(c), *MUTATION_RATE_RANGE)``
     (c: connection counts of the population just told; c_elites: of its elites; or the
-    fixed ``mutation_rate`` given), or, when
-    ``tell`` is given the connections' activity, with the elite's
-    :func:`hebbian_prune_probabilities` (whose mean is that rate). With ``restore_rate`` > 0
-    each connection the parent lacks then comes back with that probability, drawn after the
-    pruning's numbers. Population g is drawn from ``rng.stream(seed, rng.GA_SELECTION, g)``,
-    the same numbers either way.
+    fixed ``mutation_rate`` given), or, when ``tell`` is given the connections' activity,
+    with the elite's :func:`hebbian_prune_probabilities` (whose mean is that rate).
+    Population g is drawn from ``rng.stream(seed, rng.GA_SELECTION, g)``, the same numbers
+    either way.
 
     The best so far is row 0 of every population after generation 0, so it is played again
-    each generation. With ``best_reevaluation`` that new fitness replaces the one it had:
-    it keeps the lead only while it tops the generation, is never carried over, and the
-    best is then each generation's top, with the fitness measured there. With
-    ``elite_averaging`` the ranking (elites and best alike, as with ``best_reevaluation``)
-    is by :meth:`ranked`: an unchanged elite's mean fitness over the generations it has
-    played, and with ``best_min_count`` M > 1 the best is the top-ranked elite that has played
-    M generations (this one included), else the elite that has played the most (the first
-    ranked among them): a child that tops the ranking on one generation's lucky episodes
-    leads selection as before but is not called the best. The selection is the same.
+    each generation, keeping the best fitness it ever got. With ``elite_averaging`` the
+    ranking (elites and best alike) is by :meth:`ranked`, an unchanged elite's mean fitness
+    over the generations it has played; the best is then never carried over but is the top
+    of each ranking, with its mean there, and with ``best_min_count`` M > 1 it is the
+    top-ranked elite that has played M generations (this one included), else the elite that
+    has played the most (the first ranked among them): a child that tops the ranking on one
+    generation's lucky episodes leads selection as before but is not called the best. The
+    selection is the same.
 
     Args:
         n_weights: W, connections per genome.
@@ -179,9 +175,6 @@ class PruningOptimizer:
         prune_rate: pruning probability of generation 0 (0.25 in the original), in [0, 1).
         mutation_rate: None (the adaptive rate above), or the rate of every later
             generation, in [0, 1).
-        restore_rate: a child's probability of getting back each connection its parent
-            lacks, in [0, 1); 0 (the default) draws nothing, and masks only lose connections.
-        best_reevaluation: whether the best's fitness is its latest (above), not its best.
         elite_averaging: whether unchanged elites are ranked by their mean fitness (above).
         best_min_count: with ``elite_averaging``, the generations an elite must have played
             to be the best (above); 1, the default: the top of the ranking.
@@ -193,7 +186,7 @@ class PruningOptimizer:
             best ever carried over from an earlier generation, and in generation 0).
         mutation_rate: the rate that made the current children (``prune_rate`` at first).
         best_mask, best_fitness: bool (W,) and float, the best ever (-inf before any tell;
-            with ``best_reevaluation``, the top of the generation last told).
+            with ``elite_averaging``, the top of the ranking last told).
         best_activity: float64 (W,), the best ever's activity, or None if never told one.
         fitness_history: one float64 (P,) array per generation told (as told, not averaged).
         earlier_sum, earlier_count: float64 (P,), with ``elite_averaging``: each
@@ -209,22 +202,18 @@ class PruningOptimizer:
         elite_fraction: float = GAConfig.elite_fraction,
         prune_rate: float = GAConfig.prune_rate,
         mutation_rate: float | None = None,
-        restore_rate: float = 0.0,
-        best_reevaluation: bool = False,
         elite_averaging: bool = False,
         best_min_count: int = 1,
         seed: int = 0,
     ):
         problem = pruning_problem(population_size, elite_fraction, prune_rate, seed,
-                                  mutation_rate, restore_rate, best_reevaluation,
-                                  elite_averaging)  # fmt: skip
+                                  mutation_rate, elite_averaging)  # fmt: skip
         if problem is None and not at_least(best_min_count, 1):
             problem = f"best_min_count must be an int >= 1, got {best_min_count!r}"
         if problem is not None:
             raise ValueError(problem)
         self.best_min_count = best_min_count
-        self.seed, self.fixed_rate, self.restore_rate = seed, mutation_rate, restore_rate
-        self.best_reevaluation, self.elite_averaging = best_reevaluation, elite_averaging
+        self.seed, self.fixed_rate, self.elite_averaging = seed, mutation_rate, elite_averaging
         self.earlier_sum, self.earlier_count = np.zeros(population_size), np.zeros(population_size)
         self.n_elites = elite_count(population_size, elite_fraction)
         self.generation = 0
@@ -252,7 +241,7 @@ class PruningOptimizer:
 
     def tell(self, fitness: np.ndarray, activity: np.ndarray | None = None) -> bool:
         """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``;
-        returns whether one of them became the best ever (with ``best_reevaluation``: whether
+        returns whether one of them became the best ever (with ``elite_averaging``: whether
         a network other than the best took the lead).
 
         ``activity``: None (prune uniformly), or float64 (P, W) >= 0, each individual's
@@ -272,7 +261,7 @@ class PruningOptimizer:
         elites = self.population[order]
         sources = order
         elite_activity = None if a is None else a[order]
-        again = self.generation > 0 and (self.best_reevaluation or self.elite_averaging)
+        again = self.generation > 0 and self.elite_averaging
         top = order[0]
         if self.elite_averaging and self.best_min_count > 1:  # the best: on enough evidence
             played = self.earlier_count[order] + 1  # generations each elite has played
@@ -307,8 +296,6 @@ class PruningOptimizer:
             probabilities = hebbian_prune_probabilities(elites, elite_activity, self.mutation_rate)
             keep = draws >= probabilities[pick]
         children = elites[pick] & keep
-        if self.restore_rate > 0:  # after the pruning's draws, which stay as they were
-            children |= ~elites[pick] & (stream.random((P - n, W)) < self.restore_rate)
         self.population = np.concatenate([elites, children])
         self.parents = np.concatenate([sources, sources[pick]])
         if self.elite_averaging:  # elites come from this generation's order (again above)

@@ -46,21 +46,17 @@ PRESETS = {
 # BipedalWalker-v2 and v3). What PrunedGA has no setting for is not kept: a further 0.01 of
 # uniform pruning in every other generation, elites included (update_pop: mutate_pop(0.01)
 # after a coin flip), a leaderboard of elites, recombination, and weights drawn for every
-# individual. The settings added for issue 49's screens (weight_scale, synapses, bias, restore_rate,
-# best_reevaluation, elite_averaging, best_min_episodes, stall_steps, action_cost,
-# common_episodes) are off, as PrunedGA ran before them.
+# individual. The settings added for issue 49's screens (synapses, elite_averaging,
+# best_min_episodes) are off, as PrunedGA ran before them.
 # Every field is written out, so that a change of the defaults leaves the preset as it is
 # (tests/test_config.py compares it with the original's values).
 GA_PRESETS = {
     "default": GAConfig(),
-    "synaptolytic": GAConfig(hidden_sizes=[8, 8], genome="signed-dag", weight_scale=1.0,
-                             synapses=1, bias=False,
+    "synaptolytic": GAConfig(hidden_sizes=[8, 8], genome="signed-dag", synapses=1,
                              population_size=138, episodes_per_individual=8,
                              elite_fraction=0.125, prune_rate=0.025, mutation_rate=0.01,
-                             restore_rate=0.0, best_reevaluation=False, elite_averaging=False,
-                             best_min_episodes=1, complexity_weight=0.0, max_episode_steps=1600,
-                             stall_steps=None, action_cost=0.0, common_episodes=False,
-                             seed=0),
+                             elite_averaging=False, best_min_episodes=1, complexity_weight=0.0,
+                             max_episode_steps=1600, seed=0),
 }  # fmt: skip
 
 

@@ -21,7 +21,7 @@ GA_ELITE_EVALUATION = 6  # an unchanged elite's GA episode: (.., generation, las
 ES_NOISE = 7  # ParallelES's shared noise table, drawn once on every rank: (ES_NOISE,)
 ES_PERTURBATION = 8  # where pair p of ES generation g starts in the table: (.., g, p)
 ES_EPISODE = 9  # one ES episode: (ES_EPISODE, generation, pair, sign: 0 +, 1 -, 2 unperturbed)
-GA_COMMON_EPISODE = 10  # GA episode e of a generation that every individual plays: (.., g, e)
+# 10: GA episodes every individual of a generation played (a retired screen's); not reused
 
 
 def stream(seed: int, *key: int) -> np.random.Generator:

@@ -205,54 +205,27 @@ class Episode:
     seeded from ``stream``; the same steps as :func:`episode`, whether played at once
     (:meth:`finish`) or between other work (PrunedGA's playing ahead). ``activity`` (a
     :class:`pgmpi.genomes.Trace`, or None) is what ``act`` records each step's Hebbian
-    terms in; :meth:`result` gives their mean per step. ``key``: what the caller calls it.
-    ``stall`` (steps, or None): the episode also ends once its return has gone that many
-    steps without a new high (PrunedGA's ``stall_steps``). ``cost``: each step's reward is
-    counted less ``cost`` times the sum of its action's |a| (PrunedGA's ``action_cost``; the
-    piece keeps the env's rewards)."""
+    terms in; :meth:`result` gives their mean per step. ``key``: what the caller calls it."""
 
-    def __init__(self, game: Game, act: Callable[[Game], object], stream, activity=None,
-                 stall: int | None = None, cost: float = 0.0):  # fmt: skip
+    def __init__(self, game: Game, act: Callable[[Game], object], stream, activity=None):
         self.game = game
         self.activity = activity
         self.piece = Piece()
-        self.cost, self.charge = cost, 0.0
-        self.steps = episode_rounds(game, self._charged(act) if cost else act, stream, self.piece)
+        self.steps = episode_rounds(game, act, stream, self.piece)
         self.seconds = 0.0
         self.key = None
-        self.stall, self.total, self.high, self.since_high = stall, 0.0, -np.inf, 0
-
-    def _charged(self, act: Callable[[Game], object]) -> Callable[[Game], object]:
-        """``act`` that also sets ``charge``, what its action costs."""
-
-        def charged(game: Game):
-            action = act(game)
-            self.charge = self.cost * float(np.abs(action).sum())
-            return action
-
-        return charged
+        self.total = 0.0
 
     def advance(self) -> bool:
         """Play one step; whether the episode has ended."""
         t = time.perf_counter()
         over = next(self.steps, True) is True  # else a step was played: its reward is the last
         if not over:  # the return so far, a running sum step by step (sum() differs by Python)
-            self.total += self.piece.rewards[-1] - self.charge  # x - 0.0 is x, bit for bit
-            over = self._stalled()
+            self.total += self.piece.rewards[-1]
         self.seconds += time.perf_counter() - t
         if over:
             self.game.close()
         return over
-
-    def _stalled(self) -> bool:
-        """Whether the return, with the step just played, has gone ``stall`` steps without
-        a new high (never, without ``stall``)."""
-        if self.stall is None:
-            return False
-        self.high, self.since_high = (
-            (self.total, 0) if self.total > self.high else (self.high, self.since_high + 1)
-        )
-        return self.since_high >= self.stall
 
     def finish(self) -> tuple[float, int, float, np.ndarray | None]:
         """Play the rest of the episode; its :meth:`result`."""

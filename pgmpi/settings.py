@@ -73,15 +73,12 @@ def pruning_problem(
     prune_rate,
     seed,
     mutation_rate=None,
-    restore_rate=0.0,
-    best_reevaluation=False,
     elite_averaging=False,
 ) -> str | None:
     """The first problem with a pruning GA's selection and mutation settings, or None."""
     P = population_size
     return first_problem(dict(population_size=P, elite_fraction=elite_fraction,
                               prune_rate=prune_rate, seed=seed, mutation_rate=mutation_rate,
-                              restore_rate=restore_rate, best_reevaluation=best_reevaluation,
                               elite_averaging=elite_averaging), [
         ("population_size", lambda x: at_least(x, 2), "an int >= 2"),
         ("elite_fraction", lambda x: is_real(x) and 0 < x < 1, "in (0, 1)"),
@@ -91,8 +88,6 @@ def pruning_problem(
         ("seed", lambda x: at_least(x, 0), "an int >= 0"),
         ("mutation_rate", lambda x: x is None or (is_real(x) and 0 <= x < 1),
          "None or a number in [0, 1)"),
-        ("restore_rate", lambda x: is_real(x) and 0 <= x < 1, "a number in [0, 1)"),
-        ("best_reevaluation", is_bool, "True or False"),
         ("elite_averaging", is_bool, "True or False"),
     ])  # fmt: skip
 

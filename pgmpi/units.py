@@ -139,18 +139,14 @@ class UnitEvaluation:
 
     def stream(self, g: int, i: int, e: int) -> np.random.Generator:
         """Episode e of individual i of generation g: keyed on (g, i, e), or, for an
-        unchanged elite, on (g, its index in generation g - 1, e); with ``common_episodes``
-        on (g, e) alone, the same for every individual."""
+        unchanged elite, on (g, its index in generation g - 1, e)."""
         x = int(self.elite_of[i])
-        if x >= 0 or self.ga.config["common_episodes"]:
+        if x >= 0:
             return self.elite_stream(g, x, e)
         return rng.stream(self.ga.config["seed"], rng.GA_EVALUATION, g, i, e)
 
     def elite_stream(self, g: int, x: int, e: int) -> np.random.Generator:
-        """Episode e of generation g of the unchanged elite that was individual x in g - 1
-        (with ``common_episodes``: of every individual of generation g, whatever x)."""
-        if self.ga.config["common_episodes"]:
-            return rng.stream(self.ga.config["seed"], rng.GA_COMMON_EPISODE, g, e)
+        """Episode e of generation g of the unchanged elite that was individual x in g - 1."""
         return rng.stream(self.ga.config["seed"], rng.GA_ELITE_EVALUATION, g, x, e)
 
     def record(self, sums: Sums, u: int, result: tuple, g: int) -> None:

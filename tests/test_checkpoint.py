@@ -1,6 +1,5 @@
 """Tier 1: checkpoints are atomic, never unpickled, and every bad file is one clear error."""
 
-import json
 import zipfile
 
 import numpy as np
@@ -8,6 +7,7 @@ import pytest
 
 from pgmpi import ConfigError, ParallelPG, checkpoint
 from pgmpi.rallies import OpenRallies
+from tests.helpers.checkpoints import rewrite_meta
 
 
 @pytest.fixture
@@ -52,21 +52,13 @@ def test_plain_npz_without_metadata(tmp_path):
     _assert_refused(path, "not a pgmpi checkpoint")
 
 
-def _rewrite_meta(path, **changes):
-    with np.load(path) as data:
-        arrays = {k: data[k] for k in data.files}
-    meta = json.loads(arrays["__meta__"].tobytes()) | changes
-    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    np.savez(path, **arrays)
-
-
 def test_other_algorithm(saved):
-    _rewrite_meta(saved, algorithm="PrunedGA")
+    rewrite_meta(saved, algorithm="PrunedGA")
     _assert_refused(saved, "written by 'PrunedGA', not 'ParallelPG'")
 
 
 def test_incompatible_format(saved):
-    _rewrite_meta(saved, format=99)
+    rewrite_meta(saved, format=99)
     _assert_refused(saved, "checkpoint format 99")
 
 

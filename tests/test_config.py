@@ -8,7 +8,7 @@ import pytest
 
 from pgmpi import ConfigError, ParallelPG, PrunedGA
 from pgmpi.cli import add_run_flags, add_settings, field_docs, settings_given
-from pgmpi.config import ESConfig, GAConfig, PGConfig
+from pgmpi.config import GA_RETIRED, ESConfig, GAConfig, PGConfig
 from pgmpi.presets import GA_PRESETS, PRESETS
 
 TINY = dict(env="CartPole-v1", hidden_size=4, slots=2, steps_per_slot=1, blas_threads=1)
@@ -56,7 +56,8 @@ def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_fi
         "common_episodes": False,  # each individual's episodes its own, as its workers played
         "seed": 0,  # mpi_simple.py: HebbianDAG(..., seed=0)
     }
-    preset = asdict(GA_PRESETS["synaptolytic"])
+    # a retired setting (GA_RETIRED) is played at its value: the original's, too
+    preset = asdict(GA_PRESETS["synaptolytic"]) | GA_RETIRED
     assert set(preset) == set(original)  # a new GAConfig field must be given a value here
     for name, value in original.items():
         assert preset[name] == value and type(preset[name]) is type(value), name

@@ -9,9 +9,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, PrunedGA, checkpoint, rng, rollout
-from pgmpi.envs import Game
+from pgmpi import ConfigError, PrunedGA, checkpoint
+from pgmpi.config import GA_RETIRED
 from pgmpi.optimizers import PruningOptimizer
+from tests.helpers.checkpoints import with_config
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=12, episodes_per_individual=2)
 
@@ -94,11 +95,10 @@ def test_exact_resume_matches_an_uninterrupted_run(tmp_path, env):
     )
 
 
-@pytest.mark.parametrize("rule", ["best_reevaluation", "elite_averaging"])
-def test_best_reevaluation_and_elite_averaging_resume_exactly(tmp_path, rule):
-    whole = _tiny(**{rule: True}).train(generations=4)
+def test_elite_averaging_resumes_exactly(tmp_path):
+    whole = _tiny(elite_averaging=True).train(generations=4)
     ck = tmp_path / "ga.npz"
-    _tiny(**{rule: True}).train(generations=2, checkpoint_path=ck, checkpoint_every=1)
+    _tiny(elite_averaging=True).train(generations=2, checkpoint_path=ck, checkpoint_every=1)
     resumed = PrunedGA.load(ck, quiet=True).train(generations=4)
     a, b = whole.optimizer.state(), resumed.optimizer.state()
     assert all(np.array_equal(a[k], b[k]) for k in a)
@@ -115,18 +115,7 @@ def test_checkpoint_is_npz_with_boolean_masks_and_no_pickle(tmp_path):
 
 
 # GAConfig fields added after checkpoints were written, each off by default
-SCREEN_SETTINGS = (
-    "restore_rate",
-    "weight_scale",
-    "synapses",
-    "bias",
-    "best_reevaluation",
-    "elite_averaging",
-    "best_min_episodes",
-    "stall_steps",
-    "action_cost",
-    "common_episodes",
-)
+SCREEN_SETTINGS = ("synapses", "elite_averaging", "best_min_episodes")
 
 
 def test_a_checkpoint_without_the_later_settings_resumes_with_them_off(tmp_path):
@@ -174,63 +163,31 @@ def test_the_best_on_enough_episodes_changes_what_is_reported_not_what_is_select
             _tiny(**settings)
 
 
-def test_stall_steps_end_training_episodes_that_stop_gaining_but_not_evaluations():
-    # Pendulum's rewards are all below 0: after its first step the return never sets a new
-    # high, so with stall_steps=10 every training episode ends after 1 + 10 steps
-    pendulum = dict(env="Pendulum-v1", hidden_sizes=[4], population_size=6, quiet=True)
-    ga = PrunedGA(**pendulum, stall_steps=10).train(generations=2)
-    assert (ga.evaluation.steps == 11).all() and ga.steps == 2 * 6 * 8 * 11
-    weights = ga.net.weights(ga.optimizer.best_mask)
-    assert ga._play(weights, np.random.default_rng(0), training=False)[1] == 200  # to its end
-    whole = PrunedGA(**pendulum).train(generations=1)  # stall_steps None: episodes play on
-    assert (whole.evaluation.steps == 200).all()
-    cut, full = (
-        ga._play(weights, np.random.default_rng(1)),
-        whole._play(weights, np.random.default_rng(1)),
-    )
-    assert cut[1] == 11 and full[1] == 200 and cut[0] > full[0]  # the same first steps, fewer
-
-
-def test_action_cost_charges_training_episodes_for_their_actions_but_not_evaluations():
-    pendulum = dict(env="Pendulum-v1", hidden_sizes=[4], population_size=6, quiet=True)
-    plain, charged = PrunedGA(**pendulum), PrunedGA(**pendulum, action_cost=0.5)
-    weights = plain.net.weights(plain.optimizer.ask()[0])  # the same network in both
-    sizes = []  # each step's sum of |a|, played apart from either run
-
-    def act(game):
-        action = plain._action(weights, game.obs)
-        sizes.append(float(np.abs(action).sum()))
-        return action
-
-    rollout.Episode(Game("Pendulum-v1"), act, np.random.default_rng(1)).finish()
-    env_return, steps = plain._play(weights, np.random.default_rng(1))
-    cost_return, cost_steps = charged._play(weights, np.random.default_rng(1))
-    assert cost_steps == steps == len(sizes) == 200 and sum(sizes) > 1
-    assert cost_return == pytest.approx(env_return - 0.5 * sum(sizes), rel=1e-9)
-    evaluation = charged._play(weights, np.random.default_rng(1), training=False)
-    assert evaluation == (env_return, steps)  # evaluations score the env's rewards alone
-    assert (charged.train(generations=1).evaluation.steps == 200).all()
-
-
-def test_common_episodes_give_every_individual_of_a_generation_the_same_episodes():
-    # a population of one network, repeated: with common episodes every copy scores the same
-    # in each episode of a generation, and the episodes differ; on their own, the copies differ
-    pendulum = dict(env="Pendulum-v1", hidden_sizes=[4], population_size=6, quiet=True)
-    returns = {}
-    for common in (False, True):
-        ga = PrunedGA(**pendulum, common_episodes=common)
-        ga.optimizer.population[:] = ga.optimizer.population[0]
-        returns[common] = ga.evaluation.run(ga.optimizer.ask(), 0).returns.copy()
-    same = returns[True]
-    assert (same == same[0]).all() and len(set(same[0])) == same.shape[1] == 8
-    assert len(set(returns[False][:, 0])) == 6  # each its own Pendulum start
-    ga = PrunedGA(**pendulum, common_episodes=True).train(generations=3)
-    g, unit = 2, ga.evaluation  # an elite and a child of generation 2 draw the same seeds
-    seeds = {rng.env_seed(unit.stream(g, i, 1)) for i in range(6)}
-    assert seeds == {rng.env_seed(unit.elite_stream(g, 0, 1))}
-    assert -1 in unit.elite_of and (unit.elite_of >= 0).any()  # children and elites
-    with pytest.raises(ConfigError, match="common_episodes must be True or False, got 1"):
-        _tiny(common_episodes=1)
+def test_a_checkpoint_with_a_retired_setting_resumes_at_its_value_and_is_refused_at_another(
+    tmp_path,
+):
+    """Settings screened and retired (config.GA_RETIRED: the signed weights' scale, a bias
+    input, restoring connections, re-evaluating the best, stalled or charged training episodes,
+    common episodes) stay in the checkpoints written before: at the value played today the run
+    resumes exactly, into the same log dir; at another, one clear error, and the file is left
+    as it was; a new run refuses them as any unknown setting."""
+    ck = tmp_path / "ga.npz"
+    whole = _tiny().train(generations=4)
+    _tiny().train(generations=2).save(ck)
+    with_config(ck, **GA_RETIRED)
+    back = PrunedGA.load(ck, quiet=True)
+    assert not set(GA_RETIRED) & set(back.config)
+    back.train(generations=4, checkpoint_path=ck)  # writes over its own checkpoint
+    a, b = whole.optimizer.state(), back.optimizer.state()
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    with_config(ck, restore_rate=0.01, action_cost=0.028)
+    before = ck.read_bytes()
+    with pytest.raises(ConfigError, match=r"trained with restore_rate=0.01, action_cost=0.028: "
+                       r"settings screened and removed \(docs/screens.md"):  # fmt: skip
+        PrunedGA.load(ck, quiet=True)
+    assert ck.read_bytes() == before
+    with pytest.raises(ConfigError, match="action_cost"):
+        _tiny(action_cost=0.1)
 
 
 def test_load_refuses_other_files(tmp_path):
@@ -253,12 +210,7 @@ def test_load_refuses_other_files(tmp_path):
         (dict(complexity_weight=-1), "complexity_weight must be a number >= 0"),
         (dict(complexity_weight="a"), "complexity_weight must be a number >= 0"),
         (dict(population_size=1), "population_size must be an int >= 2"),
-        (dict(restore_rate=1), "restore_rate must be a number in [0, 1), got 1"),
-        (dict(best_reevaluation="yes"), "best_reevaluation must be True or False, got 'yes'"),
         (dict(elite_averaging=1), "elite_averaging must be True or False, got 1"),
-        (dict(stall_steps=0), "stall_steps must be None or an int >= 1, got 0"),
-        (dict(action_cost=-0.1), "action_cost must be a number >= 0, got -0.1"),
-        (dict(action_cost=0.1), "action_cost must be 0 for discrete actions"),  # CartPole's
         (dict(blas_threads=0), "blas_threads must be None or an int >= 1"),
         (dict(env="NoSuchEnv-v0"), "cannot make env 'NoSuchEnv-v0'"),
         (dict(env="FrozenLake-v1"), "is not a 1-D Box"),

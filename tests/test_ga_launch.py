@@ -23,7 +23,7 @@ if sys.argv[4] == "example":  # examples/bipedal_walker.py's settings, at a smal
     from bipedal_walker import SETTINGS as config
 else:
     config = GAConfig(elite_averaging=sys.argv[4] == "averaging",
-                      synapses=2 if sys.argv[4] == "synapses" else 1, bias=sys.argv[4] == "bias")
+                      synapses=2 if sys.argv[4] == "synapses" else 1)
 ga = PrunedGA(env=env, config=replace(config, **small), quiet=True).train(generations=3)
 state = ga.optimizer.state()
 digest = hashlib.sha256(b"".join(state[k].tobytes() for k in sorted(state))).hexdigest()
@@ -48,7 +48,6 @@ def _hash(proc) -> str:
         ("BipedalWalker-v3", "8,8", "signed-dag", "latest"),
         ("BipedalWalker-v3", "8,8", "signed-dag", "averaging"),
         ("BipedalWalker-v3", "8,8", "signed-dag", "synapses"),  # two a connection
-        ("BipedalWalker-v3", "8,8", "signed-dag", "bias"),  # a constant input
         ("BipedalWalker-v3", "8,8", "signed-dag", "example"),  # its mutation rate, and the rest
     ],
 )

@@ -17,7 +17,7 @@ from pgmpi import PrunedGA, mpi
 slow, settings = int(sys.argv[1]), sys.argv[2:]
 ga = PrunedGA(env="CartPole-v1", hidden_sizes=(4,), population_size=11,
               episodes_per_individual=3, seed=2, elite_averaging="averaging" in settings,
-              common_episodes="common" in settings, quiet=True)
+              quiet=True)
 if mpi.rank() == slow:
     plain = ga._play
     ga._play = lambda *a: time.sleep(0.03) or plain(*a)
@@ -64,10 +64,9 @@ def test_same_history_and_best_network_on_one_two_three_and_five_ranks():
     assert all(sum(p) == 3 * 33 for p in played.values()), played
 
 
-@pytest.mark.parametrize("settings", [[], ["averaging"], ["common"]])
+@pytest.mark.parametrize("settings", [[], ["averaging"]])
 def test_a_slowed_rank_gives_the_same_results_and_the_fast_rank_plays_more(settings):
-    # with elite_averaging, which individuals are sure to be elites follows the averages;
-    # with common_episodes, the elites played ahead play the generation's common episodes
+    # with elite_averaging, which individuals are sure to be elites follows the averages
     one = run_mpi(1, ["-c", SCRIPT, "-1", *settings], timeout=180)
     slowed = run_mpi(2, ["-c", SCRIPT, "1", *settings], timeout=180)
     assert _out(slowed, "HASH") == _out(one, "HASH")

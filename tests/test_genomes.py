@@ -87,30 +87,6 @@ def test_signed_values_come_from_the_seed_and_cannot_be_changed():
         a.values[0] = 1.0
 
 
-def test_weight_scale_multiplies_the_draws_and_1_keeps_their_bits(tmp_path):
-    drawn = rng.stream(3, rng.INIT, rng.GA_VALUES).standard_normal(149, dtype=np.float32)
-    plain, one, half = (SignedDAG(SIZES, False, 3, *scale) for scale in ((), (1.0,), (0.5,)))
-    assert plain.values.tobytes() == one.values.tobytes() == drawn.tobytes()
-    assert half.values.tobytes() == (drawn * np.float32(0.5)).tobytes()
-    assert "N(0,1) x 0.5 weights" in half.description and "x" not in one.description
-    ga = PrunedGA(env="CartPole-v1", genome="signed-dag", weight_scale=0.5, **TINY)
-    ga.train(generations=1).save(tmp_path / "ga.npz")
-    assert np.array_equal(PrunedGA.load(tmp_path / "ga.npz").net.values, ga.net.values)
-
-
-@pytest.mark.parametrize(
-    "settings, message",
-    [
-        (dict(weight_scale=0), "weight_scale must be a number > 0, got 0"),
-        (dict(weight_scale=2.0, genome="ones"), "weight_scale must be 1 with genome 'ones'"),
-        (dict(weight_scale=2.0), "weight_scale must be 1 with genome 'ones'"),  # CartPole's
-    ],
-)
-def test_a_bad_weight_scale_is_a_config_error(settings, message):
-    with pytest.raises(ConfigError, match=re.escape(message)):
-        PrunedGA(env="CartPole-v1", **dict(TINY, **settings))
-
-
 def test_synapses_sum_to_a_connection_and_losing_one_changes_its_weight_not_removes_it():
     one, two = SignedDAG(SIZES, False, 3), SignedDAG(SIZES, False, 3, synapses=2)
     C = one.connections
@@ -152,44 +128,18 @@ def test_synapses_train_save_and_load_and_are_refused_where_they_mean_nothing(tm
             PrunedGA(env="CartPole-v1", **dict(TINY, **settings))
 
 
-def test_without_a_bias_the_signed_dag_is_odd_and_a_bias_input_feeds_every_layer():
-    plain, biased = SignedDAG(SIZES, False, 4), SignedDAG(SIZES, False, 4, bias=True)
-    assert biased.shapes == [(7, 5), (12, 5), (17, 4)]  # the constant 1 is the 7th input
+def test_the_values_are_the_streams_draws_and_a_network_is_odd():
+    plain = SignedDAG(SIZES, False, 4)
     assert (
         plain.values.tobytes()
         == rng.stream(4, rng.INIT, rng.GA_VALUES)
         .standard_normal(plain.n_weights, dtype=np.float32)
         .tobytes()
-    )  # bias off: the values as before the setting
+    )
     x = np.random.default_rng(2).uniform(-2, 2, SIZES[0]).astype(np.float32)
     w = plain.weights(np.ones(plain.n_weights, bool))
     assert np.array_equal(plain.act(w, -x), -plain.act(w, x))  # tanh and no bias: odd
-    wb = biased.weights(np.ones(biased.n_weights, bool))
-    assert not np.allclose(biased.act(wb, -x), -biased.act(wb, x))
-    assert np.any(biased.act(wb, np.zeros(6, np.float32)) != 0)  # the bias alone moves it
-    off = np.ones(biased.n_weights, bool)
-    start = 0
-    for a, b in biased.shapes:  # prune every connection that leaves the bias (input row 6)
-        off[start + 6 * b : start + 7 * b] = False
-        start += a * b
-    wo = biased.weights(off)
-    assert np.array_equal(biased.act(wo, -x), -biased.act(wo, x))  # odd again
-    assert "a bias input" in biased.description and "bias" not in plain.description
-
-
-def test_bias_trains_saves_and_loads_and_is_refused_for_the_ones_genome(tmp_path):
-    ga = PrunedGA(env="Pendulum-v1", bias=True, **dict(TINY, max_episode_steps=20))
-    ga.train(generations=2).save(tmp_path / "ga.npz")
-    back = PrunedGA.load(tmp_path / "ga.npz", quiet=True)
-    assert back.config["bias"] is True
-    assert back.optimizer.population.shape == (6, 4 * 4 + 8 * 2)  # (3 + 1) x 4 + (4 + 4) x 2
-    assert back.evaluate(2) == ga.evaluate(2)
-    for settings, message in [
-        (dict(bias=1), "bias must be True or False, got 1"),
-        (dict(bias=True), "bias must be False with genome 'ones'"),  # CartPole's
-    ]:
-        with pytest.raises(ConfigError, match=re.escape(message)):
-            PrunedGA(env="CartPole-v1", **dict(TINY, **settings))
+    assert np.any(plain.act(w, x) != 0)
 
 
 def test_weights_are_the_values_where_the_mask_keeps_them():

@@ -10,6 +10,7 @@ from pgmpi import ConfigError, NonFiniteError, ParallelPG, rollout
 from pgmpi.networks import sparse
 from pgmpi.pg import discounted_returns, standardise
 from pgmpi.presets import PRESETS
+from tests.helpers.checkpoints import with_config
 
 
 def test_discounted_returns_plain_and_with_pong_reset():
@@ -425,18 +426,6 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
     assert np.array_equal(back.net.params, whole.net.params)
 
 
-def _with_config(path, **changes) -> None:
-    """Rewrite checkpoint ``path``'s settings with ``changes`` (as an earlier pgmpi wrote)."""
-    import json
-
-    with np.load(path) as data:
-        arrays = dict(data)
-    meta = json.loads(arrays["__meta__"].tobytes().decode())
-    meta["config"].update(changes)
-    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    np.savez(path, **arrays)
-
-
 def test_a_checkpoint_with_a_removed_setting_resumes_at_its_value_and_is_refused_at_another(
     tmp_path,
 ):
@@ -447,13 +436,13 @@ def test_a_checkpoint_with_a_removed_setting_resumes_at_its_value_and_is_refused
     ck = tmp_path / "ck.npz"
     whole = _cartpole().train(episodes=16)
     _cartpole().train(episodes=8).save(ck)
-    _with_config(ck, gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2,
+    with_config(ck, gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2,
                  deterministic_games=0.0, frame_stack=0)  # fmt: skip
     back = ParallelPG.load(ck, quiet=True)
     assert "epochs" not in back.config and "gae_lambda" not in back.config
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
-    _with_config(ck, epochs=3, gae_lambda=0.9)
+    with_config(ck, epochs=3, gae_lambda=0.9)
     before = ck.read_bytes()
     with pytest.raises(ConfigError, match=r"trained with gae_lambda=0.9, epochs=3: settings "
                        r"screened and removed \(docs/screens.md"):  # fmt: skip
