@@ -22,14 +22,12 @@ hidden layer, ``a`` chosen so that NOOP takes 5% (``pgmpi.noop.SHARE``) of the m
 the games in progress; the optimizer's state for the new columns starts with the old column's
 second moment. With ``noop_from=N`` (N past the checkpoint's agent steps) the run grows the
 same way itself once it has played N (PGConfig.noop_from), bit for bit the run that had it from
-the start. A Pong run may also take the paddle's column on (``paddle_column=true``): W1 grows
-by its 160 rows, at 0 (the same policy), and each game in progress gets them in its input. The
-checkpoint and config.json say the new values, so a resume (``examples/pong.py --resume`` or
-``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it finds) plays
-on with them: up to the checkpoint the branch is its parent, bit for bit, and two branches of
-one parent differ only by what changed (a PrunedGA branch: from the next generation's children
-on). Settings already resolved in the parent stay resolved (the sticky entropy schedule's 0.03
-and 0.01, say).
+the start. The checkpoint and config.json say the new values, so a resume (``examples/pong.py
+--resume`` or ``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it
+finds) plays on with them: up to the checkpoint the branch is its parent, bit for bit, and two
+branches of one parent differ only by what changed (a PrunedGA branch: from the next
+generation's children on). Settings already resolved in the parent stay resolved (the sticky
+entropy schedule's 0.03 and 0.01, say).
 """
 
 from __future__ import annotations
@@ -48,13 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pgmpi import checkpoint, noop  # noqa: E402
 from pgmpi.config import GAConfig, PGConfig, without_retired  # noqa: E402
 from pgmpi.envs import PONG_ID  # noqa: E402
-from pgmpi.pong import PADDLE  # noqa: E402
 
 BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA, whose episodes
     # are new each generation) the length of its episodes; not shapes or games in progress
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
-                   "entropy_final", "entropy_steps", "gamma", "noop", "paddle_column",
-                   "noop_from"),
+                   "entropy_final", "entropy_steps", "gamma", "noop", "noop_from"),
     "PrunedGA": ("mutation_rate",  # the next generation's children on
                  "max_episode_steps"),  # the next generation's episodes on
 }  # fmt: skip
@@ -78,10 +74,6 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
     config, gone = without_retired(meta["config"])  # a setting since removed: at today's value
     if gone:
         raise ValueError(f"{parent}: {gone}")
-    if changes.get("paddle_column") and not config.get("paddle_column"):
-        add_paddle_column(arrays, config)  # first: add_noop reads the grown first layer
-    elif "paddle_column" in changes and changes["paddle_column"] != config.get("paddle_column"):
-        raise ValueError("a branch may take the paddle's column on (paddle_column=true), not off")
     later, grown = changes.get("noop_from"), noop.due(config, meta.get("steps", 0))
     if "noop_from" in changes and (config["env"] != PONG_ID or grown):
         raise ValueError("noop_from branches a two-action Pong run")
@@ -133,37 +125,6 @@ def add_noop(arrays: dict, config: dict) -> None:
         arrays[name] = noop.widen(arrays[name], d * h, h, 0.0, -a)
     arrays["adam_m"] = noop.widen(arrays["adam_m"], d * h, h, 0.0, 0.0)
     arrays["adam_v"] = noop.widen(arrays["adam_v"], d * h, h)  # z's second moment, twice
-
-
-def add_paddle_column(arrays: dict, config: dict) -> None:
-    """Grow a Pong policy's first layer, in place, by the paddle's column (160 inputs after
-    the difference's 6,400): W1's new rows start at 0 (the same policy), their second moment at
-    that of the difference's inputs at the same pixels; each game in progress gets its input's
-    new part from its last frame. The open rallies' steps before the branch keep their inputs
-    without it, so they teach the new rows nothing."""
-    h, n_out = (
-        config["hidden_size"],
-        1 + 2 * bool(config.get("noop")) + bool(config["value_baseline"]),
-    )
-    if config["env"] != PONG_ID or len(arrays["params"]) != 6400 * h + n_out * h:
-        raise ValueError("paddle_column=true branches a Pong run without it")
-    rows = np.arange(6400).reshape(80, 80)[:, PADDLE].ravel()  # the paddle's pixels
-
-    def grow(flat, new):  # W1 (6400, h) -> (6560, h)
-        return np.concatenate([flat[: 6400 * h], new.astype(flat.dtype).ravel(), flat[6400 * h :]])
-
-    for name in ("params", "average", "adam_m"):
-        if name in arrays:
-            arrays[name] = grow(arrays[name], np.zeros((160, h)))
-    arrays["adam_v"] = grow(arrays["adam_v"], arrays["adam_v"][: 6400 * h].reshape(6400, h)[rows])
-    games = checkpoint.unpack_games(arrays, range(len(arrays["game.score.sizes"])))
-    for game in games.values():
-        if "x" in game:  # a live game: its input gets its last frame's paddle pixels
-            paddle = game["prev"].reshape(80, 80)[:, PADDLE].ravel() != 0
-            game["x"] = np.concatenate([game["x"], paddle.astype(game["x"].dtype)])
-    for name in [name for name in arrays if name.startswith("game.")]:
-        del arrays[name]
-    arrays.update(checkpoint.pack_games([games]))
 
 
 def main() -> None:

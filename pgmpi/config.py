@@ -137,9 +137,6 @@ class PGConfig(Settings):
     noop: bool = False
     """Pong: a third action, NOOP, beside the post's up and down, so that the paddle can
     stand still (a softmax over three in place of one up/down logit; a screen's setting)"""
-    paddle_column: bool = False
-    """Pong: the current frame's two columns of the agent's paddle (160 inputs) beside the
-    difference of frames, so that a paddle standing still is still seen (a screen's setting)"""
     noop_from: int | None = NOOP_FROM
     """Pong: NOOP joins up and down once this many agent steps are played (the output layer
     grows once, keeping the two actions' odds, NOOP's probability starting at 0.05 in the
@@ -181,7 +178,6 @@ class PGConfig(Settings):
             ("frame_skip", _skips, f"an int in [1, {MAX_FRAME_SKIP}], or [low, high] with "
              f"1 <= low <= high <= {MAX_FRAME_SKIP}"),
             ("noop", is_bool, "True or False"),
-            ("paddle_column", is_bool, "True or False"),
             ("noop_from", lambda x: x is None or at_least(x, 1), "None or an int >= 1"),
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
             ("seed", lambda x: at_least(x, 0), "an int >= 0"),
@@ -201,8 +197,6 @@ class PGConfig(Settings):
             )
         if not probe.discrete:
             return f"env {probe.env_id!r}: action space {probe.action_space} is not Discrete"
-        if s.paddle_column and not probe.is_pong:
-            return f"env {probe.env_id!r}: paddle_column=True is Pong's; other envs have no paddle"
         if s.noop and not probe.is_pong:
             return (
                 f"env {probe.env_id!r}: noop=True adds Pong's NOOP; other envs keep their actions"
@@ -249,13 +243,13 @@ class PGConfig(Settings):
 PG_BEFORE = dict(sticky_actions=False, frame_skip=4, lr_decay_steps=None, entropy_bonus=0.0,
                  average_half_life=0.0, value_baseline=0.0, decay_from=0,
                  entropy_final=None, standardise_over="game", noop=False,
-                 paddle_column=False, noop_from=None)  # fmt: skip
+                 noop_from=None)  # fmt: skip
 # Settings screened, not adopted, then removed (docs/screens.md: each screen and the commit
 # that ran it), with the value today's code plays: a checkpoint that holds one at that value
 # loads as before; at another (PPO's epochs > 1, GAE's lambda, ...), code that is gone
 # trained it. clip, PPO's, mattered only with epochs > 1.
 PG_RETIRED = dict(gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2,
-                  deterministic_games=0.0, frame_stack=0)  # fmt: skip
+                  deterministic_games=0.0, frame_stack=0, paddle_column=False)  # fmt: skip
 # PrunedGA's, the walker screens of issue 49: the signed weights' scale, a bias input, an
 # operator giving connections back, the best re-evaluated, training episodes ended when they
 # stall or charged for their actions, and one generation's individuals on common episodes.

@@ -21,14 +21,12 @@ def make_game(
     max_steps: int | None = None,
     frame_skip=4,
     noop: bool = False,
-    paddle_column: bool = False,
 ) -> Game:
     """A :class:`~pgmpi.pong.PongGame` for Pong's id (``sticky``: with sticky actions;
-    ``frame_skip``: 4, or [low, high] drawn at every step; ``noop``: NOOP a third action;
-    ``paddle_column``: the paddle's column beside the difference), else a
-    :class:`~pgmpi.envs.Game` of ``env``."""
+    ``frame_skip``: 4, or [low, high] drawn at every step; ``noop``: NOOP a third action),
+    else a :class:`~pgmpi.envs.Game` of ``env``."""
     if env == PONG_ID:
-        return PongGame(sticky, max_steps, frame_skip, noop, paddle_column)
+        return PongGame(sticky, max_steps, frame_skip, noop)
     return Game(env, max_steps)
 
 
@@ -49,5 +47,4 @@ def make_games(env: str | Callable, mine: list[int], cfg, probe: Game) -> dict[i
 
 
 def _game(env, cfg) -> Game:
-    pong = dict(noop=cfg.noop, paddle_column=cfg.paddle_column)
-    return make_game(env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip, **pong)
+    return make_game(env, cfg.sticky_actions, cfg.max_episode_steps, cfg.frame_skip, cfg.noop)

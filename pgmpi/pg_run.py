@@ -177,8 +177,8 @@ class PGRun:
         sticky = c["sticky_actions"] if as_trained else sticky
         skip = c["frame_skip"] if as_trained else 4
         cap = c["max_episode_steps"]
-        as_played = dict(noop=noop.due(c, self.steps), paddle_column=c["paddle_column"])
-        new_game = partial(make_game, self._make_env, sticky, cap, skip, **as_played)
+        as_played = noop.due(c, self.steps)
+        new_game = partial(make_game, self._make_env, sticky, cap, skip, as_played)
         net = self.net if live else self.policy
         play = partial(rollout.whole_games, net, new_game, greedy=greedy)
         self.evaluation_returns = evaluation_returns(episodes, c["seed"], self.evaluations, play)

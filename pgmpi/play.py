@@ -133,12 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     pong = env_id == PONG_ID
     sticky = agent.config.get("sticky_actions", False)  # as trained; a PrunedGA run has none
     skip = agent.config.get("frame_skip", 4)
-    as_trained = dict(noop=noop.due(agent.config, getattr(agent, "steps", 0)),  # or noop_from
-                      paddle_column=agent.config.get("paddle_column", False))  # fmt: skip
+    with_noop = noop.due(agent.config, getattr(agent, "steps", 0))  # noop, or noop_from
     for e in range(args.episodes):
         stream = rng.stream(args.seed, rng.EVALUATE, 0, e)
         if pong:
-            game = PongGame(sticky, frame_skip=skip, **as_trained)
+            game = PongGame(sticky, frame_skip=skip, noop=with_noop)
         else:
             game = Game(lambda: make_gym(env_id, render_mode="rgb_array"))
         act = _policy(agent, algorithm, stream, args.greedy)

@@ -23,7 +23,6 @@ from pgmpi.networks import dense, sparse
 
 PONG_UP, PONG_DOWN = 2, 3  # ALE action numbers for Pong's paddle (RIGHT = up, LEFT = down)
 PONG_NOOP = 0  # and the paddle left alone: the third action with ``noop``
-PADDLE = slice(70, 72)  # the agent's (right, green) paddle's columns in the 80 x 80 frame
 STICKY = 0.25  # ALE v5's standard repeat_action_probability (Machado et al., 2018)
 
 
@@ -84,8 +83,6 @@ class PongGame(Game):
             drawn uniformly from low..high at every step, before that step's sticky draws and
             from the same stream (``[2, 4]``: gym's Pong-v0, the post's game).
         noop: a third action, NOOP, after up and down (the post has only those two).
-        paddle_column: after the difference, the current frame's two columns of the agent's
-            paddle (160 inputs of 0 or 1), which a difference loses while the paddle stands.
     """
 
     is_pong = True
@@ -96,10 +93,8 @@ class PongGame(Game):
         max_steps: int | None = None,
         frame_skip=4,
         noop=False,
-        paddle_column=False,
     ):
         self.actions = (PONG_UP, PONG_DOWN, PONG_NOOP) if noop else (PONG_UP, PONG_DOWN)
-        self.paddle_column = bool(paddle_column)
         super().__init__(PONG_ID, max_steps)  # without ALE's sticky actions: see _advance()
         self.sticky = bool(sticky)
         drawn = isinstance(frame_skip, (list, tuple))
@@ -118,7 +113,7 @@ class PongGame(Game):
         self._prev = np.zeros(6400, dtype=np.int8)
 
     def _sizes(self, obs_space, n_actions: int) -> tuple[int, int]:
-        return 80 * 80 + 160 * self.paddle_column, len(self.actions)
+        return 80 * 80, len(self.actions)
 
     def add_noop(self) -> None:
         """NOOP joins up and down as the third action, from the next step on (``noop_from``)."""
@@ -146,8 +141,8 @@ class PongGame(Game):
             self._seen[...] = 255  # every pixel counts as changed, so that
             self._pong_input()  # the last frame becomes this one
             self._start = self._ale.cloneState(), self._seen.copy(), self._prev.copy()
-        # the first input is zero (but for the paddle's column); ALE's reset applied NOOP last
-        self.x = self._with_paddle(PongGame._NONE)
+        # the first input is zero; ALE's reset applied NOOP last
+        self.x = PongGame._NONE
         self._applied = type(self._ale_actions[0]).NOOP
         self.score, self.length, self.live = 0.0, 0, True
 
@@ -172,7 +167,7 @@ class PongGame(Game):
                 reward += ale.act(act)
         terminated = ale.game_over(with_truncation=False)
         truncated = ale.game_truncated()
-        self.x = self._with_paddle(self._pong_input())
+        self.x = self._pong_input()
         return reward, terminated, truncated
 
     def _rally_over(self, reward: float) -> bool:
@@ -200,14 +195,6 @@ class PongGame(Game):
         keep = step.nonzero()[0]
         return changed[keep], step[keep].astype(np.float32)
 
-    def _with_paddle(self, x: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """``x`` (the difference, sparse) and, with ``paddle_column``, the current frame's
-        paddle pixels after it, as inputs 6,400 on (row by row, two columns each)."""
-        if not self.paddle_column:
-            return x
-        on = np.flatnonzero(self._prev.reshape(80, 80)[:, PADDLE]) + 6400
-        return np.concatenate([x[0], on]), np.concatenate([x[1], np.ones(len(on), np.float32)])
-
     def outside_input(self, observation: np.ndarray, prev: np.ndarray | None) -> tuple:
         """The input for a raw (210, 160, 3) frame from outside a game: the difference of its
         :func:`pong_frame` from ``prev``, the last frame's (None on an episode's first
@@ -219,10 +206,7 @@ class PongGame(Game):
         self._checked(observation, (210, 160, 3))
         cur = pong_frame(observation)
         last = cur if prev is None else prev
-        x = cur - last
-        if self.paddle_column:
-            x = np.concatenate([x, cur.reshape(80, 80)[:, PADDLE].ravel()])
-        return sparse(x), cur
+        return sparse(cur - last), cur
 
     def env_action(self, a: int) -> int:
         return self.actions[a]

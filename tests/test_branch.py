@@ -102,9 +102,8 @@ def _pong_branch(tmp_path, changes, **settings):
     return a, ParallelPG.load(child / "checkpoint.npz", quiet=True, log_dir=child), child
 
 
-@pytest.mark.parametrize("paddle_column", [False, True])
-def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_path, paddle_column):
-    a, b, child = _pong_branch(tmp_path, {"noop": True}, paddle_column=paddle_column)
+def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_path):
+    a, b, child = _pong_branch(tmp_path, {"noop": True})
     assert (a.config["noop"], b.config["noop"], b.net.n_logits) == (False, True, 3)
     steps = [s for k in b.mine for s in b.open_rallies.steps[k][0] if len(s[0])]
     assert steps  # the open rallies' inputs, on which NOOP's share was set
@@ -112,32 +111,9 @@ def test_a_two_action_pong_branch_takes_noop_on_with_the_same_up_down_odds(tmp_p
     np.testing.assert_allclose(q[:, 0] / q[:, 1], p[:, 0] / p[:, 1], rtol=1e-4)  # up : down kept
     assert abs(np.median(q[:, 2]) - 0.05) < 1e-3  # NOOP's share of the median state
     b.train(updates=3)
-    d = 6400 + 160 * paddle_column
-    assert b.net.params.shape == (d * 8 + 8 * 4,) and np.isfinite(b.net.params).all()
+    assert b.net.params.shape == (6400 * 8 + 8 * 4,) and np.isfinite(b.net.params).all()
     with pytest.raises(ValueError, match="NOOP on \\(noop=true\\), not off"):
         branch(child, tmp_path / "off", {"noop": False})
     cart, _ = _parent(tmp_path / "cart")
     with pytest.raises(ValueError, match="a two-action Pong run"):
         branch(cart, tmp_path / "cart-noop", {"noop": True})
-
-
-def test_a_pong_branch_takes_the_paddles_column_on_with_the_same_policy(tmp_path):
-    a, b, child = _pong_branch(tmp_path, {"paddle_column": True}, noop=True)
-    assert b.config["paddle_column"] and b.net.params.shape == (6560 * 8 + 8 * 4,)
-    for k in b.mine:  # each game's input: the difference, then its last frame's paddle pixels
-        game = b.games[k]
-        idx = game.x[0][game.x[0] >= 6400]
-        lit = np.flatnonzero(game._prev.reshape(80, 80)[:, 70:72]) + 6400
-        np.testing.assert_array_equal(idx, lit)
-        assert len(lit)  # the paddle is in the frame
-        np.testing.assert_array_equal(game.x[0][game.x[0] < 6400], a.games[k].x[0])
-        p, q = a.net.forward([a.games[k].x])[0], b.net.forward([game.x])[0]
-        np.testing.assert_array_equal(p, q)  # the new rows start at 0: the same policy
-    b.train(updates=4)
-    new_rows = b.net.params[6400 * 8 : 6560 * 8]
-    assert np.isfinite(b.net.params).all() and np.abs(new_rows).max() > 0  # they learn
-    with pytest.raises(ValueError, match="paddle's column on \\(paddle_column=true\\), not off"):
-        branch(child, tmp_path / "off", {"paddle_column": False})
-    cart, _ = _parent(tmp_path / "cart")
-    with pytest.raises(ValueError, match="a Pong run without it"):
-        branch(cart, tmp_path / "cart-paddle", {"paddle_column": True})

@@ -104,14 +104,12 @@ def test_pong_games_in_progress_survive_save_and_load(tmp_path, sticky):
     assert learned == [[r["charts/running_reward"], r["steps"]] for r in rows["b"]]
 
 
-@pytest.mark.parametrize("paddle_column", [False, True])
-def test_noop_plays_pong_with_a_softmax_over_up_down_and_noop(tmp_path, paddle_column):
+def test_noop_plays_pong_with_a_softmax_over_up_down_and_noop(tmp_path):
     """With ``noop`` the policy is a softmax over three logits (up, down, NOOP), not one
-    up/down logit; every one of the three is played, and a saved run goes on exactly (with
-    the paddle's column too: 6,560 inputs)."""
-    two, three = _pong(), _pong(noop=True, paddle_column=paddle_column)
+    up/down logit; every one of the three is played, and a saved run goes on exactly."""
+    two, three = _pong(), _pong(noop=True)
     assert (two.net.n_logits, three.net.n_logits) == (1, 3)
-    assert three.net.n_inputs == 6400 + 160 * paddle_column
+    assert three.net.n_inputs == 6400
     assert three.probe.n_actions == 3 and three.config["noop"] is True
     rows = []
     three.train(updates=2, callback=rows.append)  # rallies still open: their actions
@@ -287,7 +285,6 @@ def test_evaluation_is_the_mean_with_its_95_percent_confidence_interval():
         (dict(env="ALE/Breakout-v5"), "is not a 1-D Box"),
         (dict(noop=True), "noop=True adds Pong's NOOP; other envs keep their actions"),
         (dict(noop=1), "noop must be True or False, got 1"),
-        (dict(paddle_column=True), "paddle_column=True is Pong's; other envs have no paddle"),
     ],
 )
 def test_bad_arguments_name_the_value(kw, text):
@@ -414,14 +411,14 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
         arrays = dict(data)
     meta = json.loads(arrays["__meta__"].tobytes().decode())
     for name in ("entropy_bonus", "decay_from", "entropy_final", "entropy_steps",
-                 "standardise_over", "noop", "paddle_column"):  # fmt: skip
+                 "standardise_over", "noop"):  # fmt: skip
         del meta["config"][name]
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     np.savez(ck, **arrays)
     back = ParallelPG.load(ck, quiet=True)
     assert back.config["entropy_bonus"] == 0.0 and back.config["decay_from"] == 0
     assert back.config["entropy_final"] is None and back.config["standardise_over"] == "game"
-    assert back.config["noop"] is False and back.config["paddle_column"] is False
+    assert back.config["noop"] is False
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint
     assert np.array_equal(back.net.params, whole.net.params)
 
@@ -430,14 +427,15 @@ def test_a_checkpoint_with_a_removed_setting_resumes_at_its_value_and_is_refused
     tmp_path,
 ):
     """Settings screened and removed (config.PG_RETIRED: PPO's passes and clip, GAE's lambda,
-    the baseline's own step size, deterministic games, a frame stack) stay in the checkpoints
+    the baseline's own step size, deterministic games, a frame stack, the paddle's column)
+    stay in the checkpoints
     written before: at the value played today the run resumes exactly, into the same log dir;
     at another, one clear error, and the file is left as it was."""
     ck = tmp_path / "ck.npz"
     whole = _cartpole().train(episodes=16)
     _cartpole().train(episodes=8).save(ck)
     with_config(ck, gae_lambda=None, value_lr_scale=1.0, epochs=1, clip=0.2,
-                 deterministic_games=0.0, frame_stack=0)  # fmt: skip
+                 deterministic_games=0.0, frame_stack=0, paddle_column=False)  # fmt: skip
     back = ParallelPG.load(ck, quiet=True)
     assert "epochs" not in back.config and "gae_lambda" not in back.config
     back.train(episodes=16, checkpoint_path=ck)  # writes over its own checkpoint

@@ -69,17 +69,6 @@ def test_pong_is_played_as_trained_and_the_score_says_how(tmp_path):
     assert "(1 episode, sticky, frame skip 2-4, greedy), ParallelPG on ALE/Pong-v5" in proc.stdout
 
 
-def test_a_pong_run_with_noop_and_the_paddle_column_plays_its_own_game(tmp_path):
-    # 3 actions and 6,560 inputs: played in a plain game, the network would read past its
-    # inputs' rows or choose an action the game does not have
-    agent = ParallelPG(hidden_size=8, slots=1, steps_per_slot=10, noop=True, paddle_column=True,
-                       quiet=True)  # fmt: skip
-    path = agent.train(updates=1).save(tmp_path / "pong.npz")
-    proc = _play(path, "--gif", tmp_path / "p.gif", "--max-frames", "300")
-    assert proc.returncode == 0, proc.stderr
-    assert "(1 episode, sticky, sampled), ParallelPG on ALE/Pong-v5" in proc.stdout
-
-
 def test_a_pong_run_past_noop_from_plays_with_its_three_actions(tmp_path):
     agent = ParallelPG(hidden_size=8, slots=1, steps_per_slot=10, noop_from=20, quiet=True)
     path = agent.train(updates=2).save(tmp_path / "pong.npz")  # NOOP joined after update 2

@@ -101,32 +101,6 @@ def test_noop_is_a_third_action_that_lets_the_paddle_stand_still():
     assert all(paddle[11:14]) and not any(paddle[17:])  # up, then still again
 
 
-def test_the_paddle_column_shows_a_standing_paddle_the_difference_loses():
-    """With ``paddle_column`` the input is the plain game's difference, then the current
-    frame's columns 70-71 (the agent's paddle) as inputs 6,400-6,559: still there once the
-    paddle stands and the difference has lost it, at a game's first step too, and made alike
-    from a raw frame by ``outside_input``; saved and restored mid-way, the game goes on
-    exactly."""
-    plain, seen = PongGame(noop=True), PongGame(noop=True, paddle_column=True)
-    assert (plain.n_inputs, seen.n_inputs) == (6400, 6560)
-    plain.new_game(seed=0), seen.new_game(seed=0)
-    assert len(seen.x[0]) == 16 and seen.x[0].min() >= 6400  # the paddle, 8 rows x 2
-    for t, a in enumerate([1] * 3 + [2] * 8 + [0] * 3 + [2] * 300):
-        plain.step(a), seen.step(a)
-        x = dense(seen.x, 6560)
-        assert np.array_equal(x[:6400], dense(plain.x, 6400))
-        frame = pong_frame(seen.env.unwrapped.ale.getScreenRGB()).reshape(80, 80)
-        assert np.array_equal(x[6400:], frame[:, 70:72].ravel()) and x[6400:].sum() >= 8
-        if t == 10:  # standing: the difference holds no paddle pixel, the column does
-            assert not set((plain.x[0] % 80).tolist()) & {70, 71}
-        if t == 100:
-            back = PongGame(noop=True, paddle_column=True)
-            back.restore(seen.snapshot(), seed=0)
-            seen = back
-    outside, _ = seen.outside_input(seen.env.unwrapped.ale.getScreenRGB(), None)
-    assert np.array_equal(dense(outside, 6560)[6400:], frame[:, 70:72].ravel())
-
-
 def test_pong_v0_frame_skips_are_uniform_over_2_3_4_from_the_games_stream():
     """gym's Pong-v0: 2, 3 or 4 emulator frames per agent step, each a third of the time
     (3,000 steps: a share's standard error is 0.0086, the bound 0.05 is 5.8 of them)."""
