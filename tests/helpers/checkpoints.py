@@ -19,3 +19,15 @@ def with_config(path, **changes) -> None:
     with np.load(path, allow_pickle=False) as data:
         config = json.loads(data["__meta__"].tobytes())["config"]
     rewrite_meta(path, config=config | changes)
+
+
+def assert_refused_unchanged(load, path, match: str) -> None:
+    """``load(path)`` raises one ConfigError matching ``match`` and leaves the file as it was."""
+    import pytest
+
+    from pgmpi import ConfigError
+
+    before = path.read_bytes()
+    with pytest.raises(ConfigError, match=match):
+        load(path, quiet=True)
+    assert path.read_bytes() == before
