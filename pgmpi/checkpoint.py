@@ -277,7 +277,9 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     ``env`` (needed if it was a factory) and the run options
     (:class:`pgmpi.options.RunOptions`: ``log_dir``, ``quiet``, ...). An ``env`` given as an
     id must be the one the checkpoint was trained on: a script that expects Pong refuses a
-    CartPole checkpoint left in its log dir instead of training on it.
+    CartPole checkpoint left in its log dir instead of training on it. A setting since
+    retired (``config.RETIRED``) is dropped at the value today's code plays, and refused at
+    another.
 
     Returns:
         (arrays, metadata, keyword arguments for the algorithm's constructor).
@@ -304,6 +306,9 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
             f"checkpoint {str(path)!r} was trained on {trained_on!r}, not {env!r}; "
             "nothing was changed (use another log dir, or the script for that env)"
         )
+    config, gone = without_retired(config)
+    if gone:  # the same metadata on every rank, so the same error on every rank
+        raise mpi.ConfigError(f"checkpoint {str(path)!r}: {gone}; nothing was changed")
     return arrays, meta, dict(config, **overrides)
 
 

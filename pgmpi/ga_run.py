@@ -16,7 +16,6 @@ import numpy as np
 
 from pgmpi import checkpoint, mpi
 from pgmpi.best import BestScore
-from pgmpi.config import without_retired
 from pgmpi.envs import Game
 from pgmpi.evaluation import evaluation_returns
 from pgmpi.loop import EPISODES_A_RANK, Description
@@ -164,9 +163,6 @@ class GARun:
         call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
-        settings, gone = without_retired(settings)
-        if gone:  # the same metadata on every rank, so the same error on every rank
-            raise mpi.ConfigError(f"checkpoint {str(path)!r}: {gone}; nothing was changed")
         agent = cls(**settings)
         with checkpoint.complete(path, cls.algorithm):  # a missing key: a ConfigError
             have = arrays["population"].shape

@@ -17,7 +17,7 @@ from typing import TypeVar
 import numpy as np
 
 from pgmpi import checkpoint, diagnostics, mpi, noop, pong, rallies, rollout
-from pgmpi.config import PG_BEFORE, without_retired
+from pgmpi.config import PG_BEFORE
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.games import make_game
 from pgmpi.logger import mean, rank_figures
@@ -177,8 +177,8 @@ class PGRun:
         sticky = c["sticky_actions"] if as_trained else sticky
         skip = c["frame_skip"] if as_trained else 4
         cap = c["max_episode_steps"]
-        as_played = noop.due(c, self.steps)
-        new_game = partial(make_game, self._make_env, sticky, cap, skip, as_played)
+        with_noop = noop.due(c, self.steps)  # noop, or noop_from passed
+        new_game = partial(make_game, self._make_env, sticky, cap, skip, with_noop)
         net = self.net if live else self.policy
         play = partial(rollout.whole_games, net, new_game, greedy=greedy)
         self.evaluation_returns = evaluation_returns(episodes, c["seed"], self.evaluations, play)
@@ -220,9 +220,6 @@ class PGRun:
         Collective: every rank must call this.
         """
         arrays, meta, settings = checkpoint.load_settings(path, cls.algorithm, overrides)
-        settings, gone = without_retired(settings)
-        if gone:  # the same metadata on every rank, so the same error on every rank
-            raise mpi.ConfigError(f"checkpoint {str(path)!r}: {gone}; nothing was changed")
         agent = cls(**{**PG_BEFORE, **settings})  # a setting newer than the checkpoint
         if noop.due(agent.config, meta["steps"]) and agent.net.n_actions == 2:
             noop.grow(agent, 0.0)  # it took NOOP on midway: its weights come next
