@@ -185,7 +185,7 @@ def test_a_checkpoint_with_a_retired_setting_resumes_at_its_value_and_is_refused
         PrunedGA.load,
         ck,
         r"trained with restore_rate=0.01, "
-        r"action_cost=0.028: settings screened and removed \(docs/screens",
+        r"action_cost=0.028: settings screened and removed \(docs/screens.md",
     )
     with pytest.raises(ConfigError, match="action_cost"):
         _tiny(action_cost=0.1)

@@ -445,7 +445,7 @@ def test_a_checkpoint_with_a_removed_setting_resumes_at_its_value_and_is_refused
         ParallelPG.load,
         ck,
         r"trained with gae_lambda=0.9, epochs=3: "
-        r"settings screened and removed \(docs/screens",
+        r"settings screened and removed \(docs/screens.md",
     )
 
 

@@ -3,6 +3,9 @@
 import json
 
 import numpy as np
+import pytest
+
+from pgmpi import ConfigError
 
 
 def rewrite_meta(path, **changes) -> None:
@@ -23,10 +26,6 @@ def with_config(path, **changes) -> None:
 
 def assert_refused_unchanged(load, path, match: str) -> None:
     """``load(path)`` raises one ConfigError matching ``match`` and leaves the file as it was."""
-    import pytest
-
-    from pgmpi import ConfigError
-
     before = path.read_bytes()
     with pytest.raises(ConfigError, match=match):
         load(path, quiet=True)
