@@ -87,3 +87,21 @@ def test_the_benchmark_trains_in_chunks_evaluates_each_network_once_and_goes_on(
     assert result["runs"]["seed6"]["generations"] == 2
     log = (tmp_path / "hardcore" / "seed6" / "train.log").read_text()
     assert log.count("env BipedalWalkerHardcore-v3") == 2  # both chunks' headers
+
+
+def test_a_screens_folder_keeps_its_result_and_cache_and_leaves_the_tables_alone(tmp_path):
+    kept = ROOT / "benchmarks" / "results" / "ga_time_to_score.json"
+    before = kept.read_bytes() if kept.exists() else None
+    runs = tmp_path / "screen"  # no --json, no --cache: both go beside the runs
+    flags = ["--run", "3", "--every", "1", "--generations", "1", "--episodes", "5"]
+    flags += ["--runs", str(runs), "--out", str(tmp_path / "figure.png")]
+    tiny = ["--", "--population-size", "4", "--episodes-per-individual", "1", "--hidden-sizes", "2"]
+    command = [sys.executable, "benchmarks/ga_time_to_score.py", *flags, *tiny]
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (
+        json.loads((runs / "time_to_score.json").read_text())["runs"]["seed3"]["generations"] == 1
+    )
+    assert len(json.loads((runs / "cache.json").read_text())) == 1
+    assert f"wrote {runs / 'time_to_score.json'}" in proc.stdout
+    assert (kept.read_bytes() if kept.exists() else None) == before
