@@ -9,17 +9,23 @@ at the course's end, or at a fall, which costs 100. So a walker that reaches the
 +364 for the ground (84 units) and keeps what its torque leaves: +300 needs a torque cost
 under about 64, however fast it walks. Each network plays the same ``--episodes`` episodes (env
 seeds 10,000 on), in one process (no MPI run; 20 take about a minute). Prints a table and
-writes benchmarks/results/ga_gait.json.
+writes benchmarks/results/ga_gait.json (or ``--json``).
+
+``--min-episodes 8`` plays the network the run's own rule calls the best (as the time-to-score
+table does), and ``--gains`` / ``--scales`` play it again with its actions or its weights
+scaled after training: does a walker spend less torque for the same course that way?
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import common
 import gymnasium as gym
 import numpy as np
+from ga_best_choice import choices
 from gymnasium.envs.box2d import bipedal_walker as bw
 
 from pgmpi import PrunedGA
@@ -30,17 +36,28 @@ END = (bw.TERRAIN_LENGTH - bw.TERRAIN_GRASS) * bw.TERRAIN_STEP  # past this, an 
 FIRST_SEED = 10_000
 
 
-def gait(run: Path, episodes: int) -> dict:
-    """The best network of ``run`` over ``episodes`` episodes: means and per-episode rows."""
+def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0) -> dict:
+    """The best network of ``run`` over ``episodes`` episodes: means and per-episode rows.
+
+    ``min_episodes`` N > 0 plays the top-ranked elite whose mean rests on N episodes (the
+    network ``best_min_episodes`` N calls the best; ga_best_choice.py's rule) in place of the
+    checkpoint's best. ``gain`` multiplies each action and ``scale`` every kept weight,
+    after training: a cheaper gait from the same network, if there is one."""
     agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
+    mask = agent.optimizer.best_mask
+    if min_episodes:
+        mask = agent.optimizer.population[choices(run, [min_episodes])[-1]["row"]]
+    weights = [w * np.float32(scale) for w in agent.net.weights(mask)]
     env = gym.make(agent.config["env"])
+    if not np.array_equal(env.action_space.low, -np.ones(4)):
+        raise SystemExit(f"{run}: {agent.config['env']} is not a BipedalWalker")
     rows = []
     for i in range(episodes):
         obs, _ = env.reset(seed=FIRST_SEED + i)
         x0, total, torque, steps, effort = env.unwrapped.hull.position[0], 0.0, 0.0, 0, 0.0
         done = False
         while not done:
-            action = agent.act(obs)
+            action = gain * agent.net.act(weights, obs)  # tanh outputs, the walker's box
             cost = np.clip(np.abs(action), 0, 1)
             torque, effort = torque + TORQUE * cost.sum(), effort + cost
             obs, reward, terminated, truncated, _ = env.step(action)
@@ -53,7 +70,10 @@ def gait(run: Path, episodes: int) -> dict:
     env.close()
     mean = lambda k: float(np.mean([r[k] for r in rows]))  # noqa: E731
     reached = [r["steps"] for r in rows if r["end"]]
-    return dict(run=str(run), env=agent.config["env"], episodes=episodes, mean_return=mean("ret"),
+    return dict(run=str(run), env=agent.config["env"], episodes=episodes, kept=int(mask.sum()),
+                min_episodes=min_episodes, gain=gain, scale=scale, mean_return=mean("ret"),
+                ci95=1.96 * float(np.std([r["ret"] for r in rows], ddof=1)) / episodes**0.5
+                if episodes > 1 else float("nan"),
                 forward=mean("forward"), torque=mean("torque"), rest=mean("ret") - mean("forward")
                 + mean("torque"), reached_end=len(reached), fell=sum(r["fell"] for r in rows),
                 steps_to_end=float(np.median(reached)) if reached else None,
@@ -66,19 +86,45 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", type=Path, help="PrunedGA log dirs (their checkpoint.npz)")
     p.add_argument("--episodes", type=int, default=20, help="episodes per network (20)")
+    p.add_argument(
+        "--min-episodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="play the network best_min_episodes N calls the best (0: the checkpoint's)",
+    )
+    p.add_argument(
+        "--gains",
+        nargs="+",
+        type=float,
+        default=[1.0],
+        help="also play each network with its actions times each gain (1)",
+    )
+    p.add_argument(
+        "--scales",
+        nargs="+",
+        type=float,
+        default=[1.0],
+        help="also play each network with its weights times each scale (1)",
+    )
+    p.add_argument("--json", type=Path, help="write here (default benchmarks/results/ga_gait.json)")
     args = p.parse_args()
-    print("| run | return | ground | torque | falls and tilt | at the end (median steps) "
-          "| mean abs(action) per motor |\n" + "|---" * 7 + "|")  # fmt: skip
+    variants = [(g, 1.0) for g in args.gains] + [(1.0, s) for s in args.scales if s != 1.0]
+    print("| run | gain, scale | return +- 95% | ground | torque | falls and tilt | at the end "
+          "(median steps) | mean abs(action) per motor |\n" + "|---" * 8 + "|")  # fmt: skip
     result = dict(first_seed=FIRST_SEED, machine=common.machine(), runs=[])
     for run in args.runs:
-        g = gait(run, args.episodes)
-        result["runs"].append(g)
-        end = f"{g['reached_end']} of {g['episodes']}" + (
-            f" ({g['steps_to_end']:.0f})" if g["reached_end"] else "")  # fmt: skip
-        print(f"| {run} | {g['mean_return']:+.1f} | {g['forward']:+.1f} | -{g['torque']:.1f} | "
-              f"{g['rest']:+.1f} | {end} | {' '.join(f'{e:.2f}' for e in g['effort'])} |",
-              flush=True)  # fmt: skip
-    print(f"wrote {common.write('ga_gait', result)}")
+        for gain, scale in variants:
+            g = gait(run, args.episodes, args.min_episodes, gain, scale)
+            result["runs"].append(g)
+            end = f"{g['reached_end']} of {g['episodes']}" + (
+                f" ({g['steps_to_end']:.0f})" if g["reached_end"] else "")  # fmt: skip
+            print(f"| {run} | {gain:g}, {scale:g} | {g['mean_return']:+.1f} +- {g['ci95']:.1f} | "
+                  f"{g['forward']:+.1f} | -{g['torque']:.1f} | {g['rest']:+.1f} | {end} | "
+                  f"{' '.join(f'{e:.2f}' for e in g['effort'])} |", flush=True)  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.json or common.write('ga_gait', result)}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Tier 1: benchmarks/ga_gait.py's split of a walker's return: the ground, the torque and what
 is left (a fall's 100, the hull's tilt) add up to the env's own return, episode by episode,
 for the carried hour's walker that reaches the course's end and for new networks that fall or
-stand."""
+stand. The run's own rule picks the network; a gain or a scale of 0 stills its motors."""
 
 import math
 import sys
@@ -13,6 +13,7 @@ from pgmpi import PrunedGA
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from ga_best_choice import choices  # noqa: E402
 from ga_gait import gait  # noqa: E402
 
 
@@ -42,3 +43,27 @@ def test_a_fall_costs_100_and_the_hulls_tilt_the_rest(tmp_path, seed, falls):
         assert (-100 - 5 * math.pi - 2 < rest < -98) if falls else (-5 * math.pi < rest <= 0)
     assert g["fell"] == 3 * falls
     assert g["mean_return"] == pytest.approx(sum(r["ret"] for r in g["rows"]) / 3)
+
+
+def test_min_episodes_plays_the_network_the_runs_rule_calls_the_best():
+    run = ROOT / "benchmarks" / "recordings" / "ga-tts" / "seed1"
+    agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
+    chosen = agent.optimizer.population[choices(run, [8])[-1]["row"]]
+    assert (chosen != agent.optimizer.best_mask).any()  # the two rules differ on this run
+    g, top = gait(run, 1, min_episodes=8), gait(run, 1)
+    assert g["kept"] == chosen.sum() and top["kept"] == agent.optimizer.best_mask.sum()
+    assert g["rows"] != top["rows"]
+
+
+def test_a_gain_or_a_scale_of_zero_stills_the_motors_and_one_changes_nothing(tmp_path):
+    run = tmp_path / "new"
+    kw = dict(hidden_sizes=(4,), population_size=4, episodes_per_individual=1, quiet=True)
+    PrunedGA(env="BipedalWalker-v3", seed=3, log_dir=run, **kw).train(
+        generations=1, checkpoint_path=run / "checkpoint.npz"
+    )
+    plain = gait(run, episodes=2)
+    assert plain["torque"] > 0
+    assert gait(run, episodes=2, gain=1.0, scale=1.0)["rows"] == plain["rows"]
+    for still in (dict(gain=0.0), dict(scale=0.0)):
+        g = gait(run, episodes=2, **still)
+        assert g["torque"] == 0 and g["effort"] == [0.0] * 4 and g["rows"] != plain["rows"]
