@@ -93,20 +93,9 @@ def main() -> None:
         metavar="N",
         help="play the network best_min_episodes N calls the best (0: the checkpoint's)",
     )
-    p.add_argument(
-        "--gains",
-        nargs="+",
-        type=float,
-        default=[1.0],
-        help="also play each network with its actions times each gain (1)",
-    )
-    p.add_argument(
-        "--scales",
-        nargs="+",
-        type=float,
-        default=[1.0],
-        help="also play each network with its weights times each scale (1)",
-    )
+    for flag, what in (("--gains", "actions"), ("--scales", "weights")):  # after training
+        help = f"also play each network with its {what} times each of these (1)"
+        p.add_argument(flag, nargs="+", type=float, default=[1.0], help=help)
     p.add_argument("--json", type=Path, help="write here (default benchmarks/results/ga_gait.json)")
     args = p.parse_args()
     variants = [(g, 1.0) for g in args.gains] + [(1.0, s) for s in args.scales if s != 1.0]
