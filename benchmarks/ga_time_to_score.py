@@ -32,7 +32,8 @@ once). A level's row is the first evaluated snapshot whose mean reaches it, with
 generation, env steps, episodes, training minutes and core-hours at which the run found
 that network (its best from then to the snapshot). The final row per run is its last
 snapshot's best network: the mean with its 95% interval, episodes above +300, connections
-kept. Writes ``--json`` (benchmarks/results/ga_time_to_score.json; ``--docs``: also
+kept. Writes ``--json`` (benchmarks/results/ga_time_to_score.json, or a screen's
+``--runs`` folder's time_to_score.json beside its cache.json; ``--docs``: also
 benchmarks/recordings/ga_time_to_score.json, which ``benchmarks/figures.py --docs`` draws
 from) and the figure (runs/benchmarks/ga_time_to_score.png; ``--docs``: docs/figures/): each
 evaluated network's mean with its interval and each generation's best training return,
