@@ -29,6 +29,7 @@ from ga_best_choice import choices
 from gymnasium.envs.box2d import bipedal_walker as bw
 
 from pgmpi import PrunedGA
+from pgmpi.evaluation import Evaluation
 
 TORQUE = 0.00035 * bw.MOTORS_TORQUE  # the env's cost per step of each motor's |action|
 FORWARD = 130 / bw.SCALE  # the env's reward per unit the hull moves forward
@@ -49,15 +50,13 @@ def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0) -
         mask = agent.optimizer.population[choices(run, [min_episodes])[-1]["row"]]
     weights = [w * np.float32(scale) for w in agent.net.weights(mask)]
     env = gym.make(agent.config["env"])
-    if not np.array_equal(env.action_space.low, -np.ones(4)):
-        raise SystemExit(f"{run}: {agent.config['env']} is not a BipedalWalker")
     rows = []
     for i in range(episodes):
         obs, _ = env.reset(seed=FIRST_SEED + i)
         x0, total, torque, steps, effort = env.unwrapped.hull.position[0], 0.0, 0.0, 0, 0.0
         done = False
         while not done:
-            action = gain * agent.net.act(weights, obs)  # tanh outputs, the walker's box
+            action = gain * agent.probe.stretched(agent.net.act(weights, obs))  # as act() does
             cost = np.clip(np.abs(action), 0, 1)
             torque, effort = torque + TORQUE * cost.sum(), effort + cost
             obs, reward, terminated, truncated, _ = env.step(action)
@@ -72,8 +71,7 @@ def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0) -
     reached = [r["steps"] for r in rows if r["end"]]
     return dict(run=str(run), env=agent.config["env"], episodes=episodes, kept=int(mask.sum()),
                 min_episodes=min_episodes, gain=gain, scale=scale, mean_return=mean("ret"),
-                ci95=1.96 * float(np.std([r["ret"] for r in rows], ddof=1)) / episodes**0.5
-                if episodes > 1 else float("nan"),
+                ci95=float(np.diff(Evaluation([r["ret"] for r in rows], "gait").ci95)[0]) / 2,
                 forward=mean("forward"), torque=mean("torque"), rest=mean("ret") - mean("forward")
                 + mean("torque"), reached_end=len(reached), fell=sum(r["fell"] for r in rows),
                 steps_to_end=float(np.median(reached)) if reached else None,
@@ -113,7 +111,9 @@ def main() -> None:
                   f"{' '.join(f'{e:.2f}' for e in g['effort'])} |", flush=True)  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.json or common.write('ga_gait', result)}")
+    else:
+        args.json = common.write("ga_gait", result)
+    print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":
