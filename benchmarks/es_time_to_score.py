@@ -3,7 +3,7 @@ network's mean over 100 new episodes reaches 0, +100, +200 and +300.
 
     python benchmarks/es_time_to_score.py --rate STEPS_PER_SECOND          # runs/es-tts/seed*/
     python benchmarks/es_time_to_score.py --rate STEPS_PER_SECOND --docs   # the docs' figure
-    python benchmarks/es_time_to_score.py --runs DIR --json OUT.json --cache CACHE.json --out F.png
+    python benchmarks/es_time_to_score.py --runs DIR --out F.png   # a screen: DIR keeps its result
 
 Reads each run ``RUNS/seed{S}/`` that a driver made, one chunk at a time with
 ``examples/bipedal_walker_es.py --generations G [--resume]`` into that folder: its
@@ -20,7 +20,8 @@ between the last coarse snapshot below a level and the first at or above it
 first evaluated one whose mean reaches it (the means are noisy, not monotone: a snapshot
 skipped by the bisection may reach it earlier). Each evaluation is kept in ``--cache``
 (benchmarks/results/es_time_to_score_cache.json) as it ends, so none is played twice,
-whatever is interrupted.
+whatever is interrupted. Another ``--runs`` folder, a screen's, keeps its own
+time_to_score.json and cache.json, where ``--json`` and ``--cache`` are not given.
 
 Reports per run and level: the generation, env steps, wall minutes as run (the chunks'
 durations in chunks.log, start to end, up to that snapshot: start-up and the machine's
@@ -145,15 +146,10 @@ def plot(result: dict, path: Path) -> Path:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--runs",
-        type=Path,
-        default=common.ROOT / "runs" / "es-tts",
-        help="holds seed{S}/ (runs/es-tts)",
-    )
-    snapshots.add_flags(p, KEPT, "es_time_to_score_cache.json")
+    runs = common.ROOT / "runs" / "es-tts"  # holds seed{S}/
+    snapshots.add_flags(p, runs, KEPT, "es_time_to_score_cache.json")
     common.add_figure_flags(p, FIGURE)
-    args = p.parse_args()
+    args = snapshots.parse(p)
     if args.evaluate:
         return evaluate_worker(args.evaluate, args.episodes)
 

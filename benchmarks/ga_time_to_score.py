@@ -361,14 +361,6 @@ def main() -> None:
         metavar="[PRESET:]SEED",
         help="train these runs (flags after -- go to the example's first chunk)",
     )
-    runs = common.ROOT / "runs" / "ga-tts"
-    p.add_argument(
-        "--runs",
-        type=Path,
-        default=runs,
-        help="the runs' folders (runs/ga-tts); another folder, a screen's, also holds the "
-        "--json and --cache it is not given (time_to_score.json, cache.json)",
-    )
     p.add_argument("--minutes", type=float, default=60, help="training minutes per run (60)")
     p.add_argument(
         "--every", type=int, default=2, help="generations a chunk, a snapshot after each (2)"
@@ -388,13 +380,10 @@ def main() -> None:
         help="runs of an earlier result (its --json) to table and draw beside, as they were",
     )
     kept, cache = common.RESULTS / "ga_time_to_score.json", "ga_time_to_score_cache.json"
-    snapshots.add_flags(p, kept, cache, "ranks per run and per evaluation")
+    runs = common.ROOT / "runs" / "ga-tts"
+    snapshots.add_flags(p, runs, kept, cache, "ranks per run and per evaluation")
     common.add_figure_flags(p, FIGURE)
-    p.set_defaults(json=None, cache=None)  # resolved below, from --runs
-    args = p.parse_args(argv)
-    own = args.runs.resolve() != runs.resolve()  # a screen's folder keeps its own results
-    args.json = args.json or (args.runs / "time_to_score.json" if own else kept)
-    args.cache = args.cache or (args.runs / "cache.json" if own else common.RESULTS / cache)
+    args = snapshots.parse(p, argv)
     if args.evaluate:
         return evaluate_worker(args.evaluate, args.episodes)
 

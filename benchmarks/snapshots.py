@@ -200,25 +200,34 @@ def player(script: str, args) -> Callable[[Path], dict]:
 
 
 def add_flags(
-    p: argparse.ArgumentParser, kept: Path, cache: str, ranks: str = "ranks per evaluation"
+    p: argparse.ArgumentParser,
+    runs: Path,
+    kept: Path,
+    cache: str,
+    ranks: str = "ranks per evaluation",
 ) -> None:
-    """The flags of a benchmark that evaluates snapshots: ``--levels``, ``--episodes``,
-    ``--ranks``, ``--coarse``, ``--json`` (default ``kept``), ``--cache`` (default
-    benchmarks/results/``cache``), ``--rate`` and the worker's hidden ``--evaluate``;
-    ``ranks``: what ``--ranks`` counts."""
+    """The flags of a benchmark that evaluates snapshots: ``--runs`` (default ``runs``),
+    ``--levels``, ``--episodes``, ``--ranks``, ``--coarse``, ``--json`` and ``--cache``,
+    ``--rate`` and the worker's hidden ``--evaluate``; ``ranks``: what ``--ranks`` counts.
+    :func:`parse` resolves ``--json`` and ``--cache`` not given: ``kept`` and
+    benchmarks/results/``cache`` for the default ``--runs``, else (a screen's folder) that
+    folder's time_to_score.json and cache.json, so a screen never overwrites the tables."""
+    p.add_argument(
+        "--runs",
+        type=Path,
+        default=runs,
+        help=f"the runs' folder ({runs.relative_to(common.ROOT)}); another one, a screen's, "
+        "also keeps the --json and --cache not given (time_to_score.json, cache.json)",
+    )
     p.add_argument(
         "--levels", type=float, nargs="+", default=LEVELS, help="levels of the mean (0 100 200 300)"
     )
     p.add_argument("--episodes", type=int, default=100, help="evaluation episodes (100)")
     p.add_argument("--ranks", type=int, default=2, help=f"{ranks} (2)")
     p.add_argument("--coarse", type=int, default=5, help="evaluate every k-th snapshot first (5)")
-    where = f"{kept.name} in {kept.parent.name}"
-    p.add_argument("--json", type=Path, default=kept, help=f"the result ({where})")
+    p.add_argument("--json", type=Path, help=f"the result ({kept.name} in {kept.parent.name})")
     p.add_argument(
-        "--cache",
-        type=Path,
-        default=common.RESULTS / cache,
-        help="evaluations kept between calls (benchmarks/results/...)",
+        "--cache", type=Path, help=f"evaluations kept between calls (benchmarks/results/{cache})"
     )
     p.add_argument(
         "--rate",
@@ -227,6 +236,17 @@ def add_flags(
         "(idle minutes), for runs trained beside other jobs",
     )
     p.add_argument("--evaluate", help=argparse.SUPPRESS)  # the worker's snapshot
+    p.set_defaults(tables=(runs, kept, common.RESULTS / cache))
+
+
+def parse(p: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
+    """``p.parse_args(argv)`` with :func:`add_flags`' ``--json`` and ``--cache`` resolved."""
+    args = p.parse_args(argv)
+    runs, kept, cache = args.tables
+    own = args.runs.resolve() != runs.resolve()  # a screen's folder keeps its own results
+    args.json = args.json or (args.runs / "time_to_score.json" if own else kept)
+    args.cache = args.cache or (args.runs / "cache.json" if own else cache)
+    return args
 
 
 def cell(key: str, form: str) -> Callable[[dict], str]:

@@ -1,10 +1,12 @@
 """Tier 1: benchmarks/snapshots.py, the search for the first snapshot at each level, on known
-means, and the cache that keeps every evaluation."""
+means, the cache that keeps every evaluation, and where a screen's results go."""
 
 import argparse
 import json
+from pathlib import Path
 
-from snapshots import Evaluations, first_reaching, search, table
+import common
+from snapshots import Evaluations, add_flags, first_reaching, parse, search, table
 
 
 def test_search_finds_each_first_crossing_of_a_step_curve_with_few_calls():
@@ -91,3 +93,15 @@ def test_evaluations_made_before_count_where_the_grid_would_skip_them(tmp_path):
     args = argparse.Namespace(levels=[0], coarse=5)
     found, evaluated = first_reaching(gens, path_of, evaluations, args)
     assert found == {"0": 2} and sorted(evaluated) == [1, 2, 6] and evaluations.new == 3
+
+
+def test_a_screens_runs_folder_keeps_its_result_and_cache_the_default_one_the_tables(tmp_path):
+    p = argparse.ArgumentParser()
+    kept = common.RECORDINGS / "x_time_to_score.json"
+    add_flags(p, common.ROOT / "runs" / "x-tts", kept, "x_cache.json")
+    default = parse(p, [])
+    assert (default.json, default.cache) == (kept, common.RESULTS / "x_cache.json")
+    screen = parse(p, ["--runs", str(tmp_path)])
+    assert (screen.json, screen.cache) == (tmp_path / "time_to_score.json", tmp_path / "cache.json")
+    given = parse(p, ["--runs", str(tmp_path), "--json", "a.json", "--cache", "b.json"])
+    assert (given.json, given.cache) == (Path("a.json"), Path("b.json"))
