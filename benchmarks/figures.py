@@ -29,7 +29,7 @@ figures docs/benchmarks.md and the tutorial show):
 * ``seed_sweep.png``: the Pong seeds' curves that ``benchmarks/seed_sweep.py --docs`` kept
   in benchmarks/recordings/seed_sweep.json (and ``seed_sweep-NAME.png``, each screen that
   ``seed_sweep.py --screen`` kept, beside them), and ``seed_diagnostics.png``: their diagnostics,
-  kept by ``seed_sweep.py --diagnose --docs`` in benchmarks/recordings/seed_diagnostics.json;
+  kept by ``seed_diagnostics.py --docs`` in benchmarks/recordings/seed_diagnostics.json;
 * ``scaling.png``: the projection in benchmarks/recordings/scaling.json, kept by
   ``benchmarks/scaling.py --docs`` (or a newer ``RESULTS/scaling.json``);
 * ``oversubscription.png``: agent steps/s per rank with BLAS threads capped and uncapped,
@@ -63,6 +63,7 @@ import es_time_to_score  # noqa: E402
 import ga_figures  # noqa: E402
 import ga_time_to_score  # noqa: E402
 import scaling  # noqa: E402
+import seed_diagnostics  # noqa: E402
 import seed_sweep  # noqa: E402
 import slots_to_score  # noqa: E402
 import time_to_score  # noqa: E402
@@ -201,7 +202,7 @@ def main() -> None:
             else:
                 skipped.append(f"{png}: no kept result (python benchmarks/{how})")
 
-        made += seed_sweep.draw_kept(args.out_dir)
+        made += seed_sweep.draw_kept(args.out_dir) + seed_diagnostics.draw_kept(args.out_dir)
         made += ga_time_to_score.draw_kept(args.out_dir)
 
     for name, draw in (

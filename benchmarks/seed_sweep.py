@@ -6,7 +6,6 @@
     python benchmarks/seed_sweep.py --seeds 0 1 3       # only these (e.g. while others still run)
     python benchmarks/seed_sweep.py --evaluate          # and the median seed's policy, 100 games
     python benchmarks/seed_sweep.py --docs              # and redraw docs/figures/seed_sweep.png
-    python benchmarks/seed_sweep.py --diagnose          # why seeds stall: seed_diagnostics.png
     python benchmarks/seed_sweep.py --tag=-noop --screen   # a screen, against the kept default
 
 ``--run SEED ...`` trains each seed from scratch: ``mpirun -n RANKS python examples/pong.py
@@ -33,12 +32,6 @@ the result in its log dir as evaluation.json (``--live``: its live parameters in
 their running average, as evaluation-live.json), with the agent steps it had played: one of a
 checkpoint the run has since gone on from is left out.
 
-``--diagnose`` draws instead, for the runs whose progress.csv has ParallelPG's diagnostics
-columns (:mod:`pgmpi.diagnostics`; runs logged before them are named and left out), one
-panel each of the 100-game mean, the policy's entropy, the baseline's explained variance,
-the gradient norm and the share of points won, against agent steps, a line per seed (each a
-trailing mean over ``--smooth`` updates), in runs/benchmarks/seed_diagnostics.png (``--out``,
-``--docs``: docs/figures/); it prints each seed's means over its last ``--smooth`` updates.
 ``--screen`` keeps the sweep as a screen: its curves thinned into
 benchmarks/recordings/seed_sweep-NAME.json, and its figure, with the median and spread of the
 kept default's sweep (benchmarks/recordings/seed_sweep.json) drawn beside its seeds, into
@@ -71,15 +64,6 @@ RUNS = ROOT / "runs" / "sweep"
 FIGURE = "seed_sweep.png"
 KEPT = common.RECORDINGS / "seed_sweep.json"  # what --docs drew last: runs/ is not tracked
 SCREEN = "seed_sweep-{}.json"  # what --screen kept of a screen's sweep, in RECORDINGS
-DIAGNOSTICS = "seed_diagnostics.png"
-DIAGNOSTICS_KEPT = common.RECORDINGS / "seed_diagnostics.json"  # what --diagnose --docs drew
-PANELS = (  # --diagnose: (column, axis label)
-    ("charts/mean_return_100", "100-game mean"),
-    ("diagnostics/entropy", "entropy (nats;\nln 2 = 0.69)"),
-    ("diagnostics/explained_variance", "baseline's\nexplained variance"),
-    ("diagnostics/gradient_norm", "gradient norm"),
-    ("diagnostics/rally_share", "share of\npoints won"),
-)
 LEVELS = (0, 10, 15)
 STEPS_PER_SLOT = 512  # the fast preset's; an update is slots x this many agent steps
 
@@ -270,8 +254,9 @@ def kept_sweep(kept: dict) -> dict | None:
 
 
 def draw_kept(out_dir: Path) -> list[Path]:
-    """``seed_sweep.png`` and ``seed_diagnostics.png`` in ``out_dir`` from what ``--docs``
-    (and ``--diagnose --docs``) kept, where they kept something."""
+    """``seed_sweep.png`` and each screen's ``seed_sweep-NAME.png`` in ``out_dir`` from what
+    ``--docs`` and ``--screen`` kept, where they kept something (benchmarks/seed_diagnostics.py
+    draws the seeds' diagnostics)."""
     made = []
     if KEPT.exists():
         kept = json.loads(KEPT.read_text())
@@ -283,67 +268,7 @@ def draw_kept(out_dir: Path) -> list[Path]:
         out = out_dir / screen.with_suffix(".png").name
         plot(kept["curves"], kept["budget"], out, kept["title"], against=default)
         made.append(out)
-    if DIAGNOSTICS_KEPT.exists():
-        kept = json.loads(DIAGNOSTICS_KEPT.read_text())
-        columns = {s: {k: [math.nan if v is None else v for v in c[k]] for k in c}
-                   for s, c in kept["columns"].items()}  # fmt: skip
-        diagnose(columns, kept["smooth"], out_dir / DIAGNOSTICS, kept["title"])
-        made.append(out_dir / DIAGNOSTICS)
     return made
-
-
-def smooth(values: list[float], n: int) -> list[float]:
-    """The trailing mean of the last ``n`` values at each point, empty cells (NaN) left out;
-    NaN where the window holds none."""
-    import numpy as np
-
-    y = np.asarray(values, dtype=float)
-    known = ~np.isnan(y)
-    sums = np.convolve(np.where(known, y, 0.0), np.ones(n))[: len(y)]
-    counts = np.convolve(known.astype(float), np.ones(n))[: len(y)]
-    return list(np.where(counts > 0, sums / np.maximum(counts, 1), np.nan))
-
-
-def diagnosed(run: Path) -> dict[str, list[float]] | None:
-    """The run's steps and its ``PANELS`` columns, as floats (an empty cell is NaN), or None
-    if its progress.csv lacks any of them."""
-    rows = list(csv.DictReader(open(run / "progress.csv")))
-    if not rows or any(column not in rows[0] for column, _ in PANELS):
-        return None
-    columns = ["steps"] + [column for column, _ in PANELS]
-    return {c: [float(r[c]) if r[c] not in ("", None) else math.nan for r in rows] for c in columns}
-
-
-def diagnose(runs: dict[str, dict], n: int, path: Path, title: str) -> None:
-    """One panel per ``PANELS`` column, a line per seed (``runs``: seed -> :func:`diagnosed`),
-    each smoothed over ``n`` updates, against agent steps; prints each seed's last means."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(PANELS), 1, figsize=(9.5, 10), sharex=True)
-    print(f"each seed's mean over its last {n} updates:\n| seed | steps | "
-          + " | ".join(label.replace("\n", " ") for _, label in PANELS) + " |")  # fmt: skip
-    print("|---|---|" + "---|" * len(PANELS))
-    for seed, columns in sorted(runs.items(), key=lambda kv: int(kv[0])):
-        x = [s / 1e6 for s in columns["steps"]]
-        for ax, (column, _) in zip(axes, PANELS, strict=True):
-            ax.plot(x, smooth(columns[column], n), lw=1.1, label=f"seed {seed}")
-        last = [smooth(columns[c], n)[-1] for c, _ in PANELS]
-        print(f"| {seed} | {x[-1]:.2f} M | " + " | ".join(f"{v:.3g}" for v in last) + " |")
-    for ax, (_, label) in zip(axes, PANELS, strict=True):
-        ax.set_ylabel(label, fontsize=9)
-        ax.grid(alpha=0.3)
-    axes[0].axhline(0, c="black", lw=0.8, ls=":")
-    axes[3].set_yscale("log")
-    axes[4].axhline(0.5, c="black", lw=0.8, ls=":")
-    axes[-1].set_xlabel("agent steps (millions)")
-    axes[0].set_title(title + f" (each a trailing mean over {n} updates)", fontsize=10)
-    axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
 
 
 def cell(steps, bound: int, missed: str = "not reached within") -> str:
@@ -366,8 +291,6 @@ def main() -> None:
     p.add_argument("--games", type=int, default=100, help="evaluation games (100)")
     p.add_argument("--live", action="store_true", help="--evaluate the live parameters")
     p.add_argument("--evaluate-checkpoint", help=argparse.SUPPRESS)
-    p.add_argument("--diagnose", action="store_true", help="draw the diagnostics of each seed")
-    p.add_argument("--smooth", type=int, default=10, help="--diagnose: updates per mean (10)")
     p.add_argument("--runs-dir", type=Path, default=RUNS, help="runs' folder (runs/sweep)")
     p.add_argument("--screen", action="store_true",
                    help="keep the runs as a screen, drawn against the kept default "
@@ -389,24 +312,6 @@ def main() -> None:
     runs = [d for d in runs if args.seeds is None or d.name.rsplit("-", 1)[1] in args.seeds]
     if not runs:
         return print(f"no runs {args.runs_dir}/{args.name}-SEED: pass --run SEED ...")
-    if args.diagnose:
-        columns = {run.name.rsplit("-", 1)[1]: diagnosed(run) for run in runs}
-        for seed in [s for s, c in columns.items() if c is None]:
-            print(f"seed {seed}: no diagnostics columns in its progress.csv (logged before them)")
-            del columns[seed]
-        if not columns:
-            return
-        figure = common.figure_path(args, DIAGNOSTICS)
-        figure = common.FIGURES / DIAGNOSTICS if figure == common.FIGURES / FIGURE else figure
-        slots = json.loads((runs[0] / "config.json").read_text())["slots"]
-        title = f"Pong, {args.name}, {slots} slots: {len(columns)} seeds"
-        diagnose(columns, args.smooth, figure, title)
-        if args.docs:  # keep what the figure is drawn from (None for an empty cell)
-            kept = {s: {k: [None if math.isnan(v) else float(f"{v:.5g}") for v in c[k]] for k in c}
-                    for s, c in columns.items()}  # fmt: skip
-            kept = {"title": title, "smooth": args.smooth, "columns": kept}
-            DIAGNOSTICS_KEPT.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
-        return print("wrote", figure)
     seeds, curves = {}, {}
     for run in runs:
         seed, rows = run.name.rsplit("-", 1)[1], time_to_score.read(run)

@@ -1,6 +1,6 @@
 """Tier 1: benchmarks/seed_sweep.py's reading of runs: steps to each level within the budget,
-the median and worst over seeds with a seed that never got there, and the diagnostics'
-columns and their trailing means (--diagnose)."""
+the median and worst over seeds with a seed that never got there; and
+benchmarks/seed_diagnostics.py's: the diagnostics' columns and their trailing means."""
 
 import json
 import math
@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from seed_diagnostics import diagnosed, smooth  # noqa: E402
 from seed_sweep import (  # noqa: E402
-    diagnosed,
     evaluation_of,
     known_within,
     median_and_worst,
@@ -17,7 +17,6 @@ from seed_sweep import (  # noqa: E402
     plot,
     reached,
     runs_of,
-    smooth,
     spread,
 )
 
@@ -121,7 +120,6 @@ def test_a_kept_sweep_is_redrawn_beside_the_sweep_it_names(tmp_path, monkeypatch
     sweep = {"title": "Pong, x, 16 slots: 1 seeds", "budget": 24576, "curves": curves}
     monkeypatch.setattr(common, "RECORDINGS", tmp_path)
     monkeypatch.setattr(seed_sweep, "KEPT", tmp_path / "seed_sweep.json")
-    monkeypatch.setattr(seed_sweep, "DIAGNOSTICS_KEPT", tmp_path / "none.json")
     (tmp_path / "before.json").write_text(json.dumps(dict(sweep, label="before")))
     kept = dict(sweep, against="before", label="today")
     (tmp_path / "seed_sweep.json").write_text(json.dumps(kept))
@@ -133,3 +131,22 @@ def test_a_kept_sweep_is_redrawn_beside_the_sweep_it_names(tmp_path, monkeypatch
     seed_sweep.draw_kept(tmp_path / "figures")
     assert drawn == {"seed_sweep.png": "before", "seed_sweep-a.png": "before",
                      "seed_sweep-b.png": "today"}  # fmt: skip
+
+
+def test_kept_diagnostics_are_redrawn_with_their_empty_cells_empty(tmp_path, monkeypatch):
+    """seed_diagnostics.py --docs keeps an empty cell as null; draw_kept gives it back as NaN,
+    and draws nothing where nothing was kept."""
+    import seed_diagnostics
+
+    monkeypatch.setattr(seed_diagnostics, "KEPT", tmp_path / "seed_diagnostics.json")
+    assert seed_diagnostics.draw_kept(tmp_path) == []
+    columns = {"steps": [8192, 16384], "diagnostics/entropy": [0.6, None]}
+    kept = {"title": "t", "smooth": 3, "columns": {"0": columns}}
+    seed_diagnostics.KEPT.write_text(json.dumps(kept))
+    drawn = []
+    monkeypatch.setattr(seed_diagnostics, "diagnose", lambda c, n, out, t: drawn.append((c, n)))
+    assert seed_diagnostics.draw_kept(tmp_path) == [tmp_path / "seed_diagnostics.png"]
+    ((redrawn, n),) = drawn
+    assert n == 3 and redrawn["0"]["steps"] == [8192, 16384]
+    assert redrawn["0"]["diagnostics/entropy"][0] == 0.6
+    assert math.isnan(redrawn["0"]["diagnostics/entropy"][1])
