@@ -13,7 +13,9 @@ writes benchmarks/results/ga_gait.json (or ``--json``).
 
 ``--min-episodes 8`` plays the network the run's own rule calls the best (as the time-to-score
 table does), and ``--gains`` / ``--scales`` play it again with its actions or its weights
-scaled after training: does a walker spend less torque for the same course that way?
+scaled after training, ``--alphas`` with a running mean of its actions sent in their place
+(alpha x the last sent + (1 - alpha) x the network's): does a walker spend less torque for the
+same course that way? Each row also gives how often each motor's action changes sign, a step.
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ END = (bw.TERRAIN_LENGTH - bw.TERRAIN_GRASS) * bw.TERRAIN_STEP  # past this, an 
 FIRST_SEED = 10_000
 
 
-def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0) -> dict:
+def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0, alpha=0.0) -> dict:
     """The best network of ``run`` over ``episodes`` episodes: means and per-episode rows.
 
     ``min_episodes`` N > 0 plays the top-ranked elite whose mean rests on N episodes (the
     network ``best_min_episodes`` N calls the best; ga_best_choice.py's rule) in place of the
     checkpoint's best. ``gain`` multiplies each action and ``scale`` every kept weight,
-    after training: a cheaper gait from the same network, if there is one."""
+    and ``alpha`` > 0 sends a running mean of the actions, after training: a cheaper gait
+    from the same network, if there is one."""
     agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
     mask = agent.optimizer.best_mask
     if min_episodes:
@@ -54,9 +57,11 @@ def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0) -
     for i in range(episodes):
         obs, _ = env.reset(seed=FIRST_SEED + i)
         x0, total, torque, steps, effort = env.unwrapped.hull.position[0], 0.0, 0.0, 0, 0.0
-        done = False
+        done, sent, flips = False, np.zeros(4), 0.0
         while not done:
             action = gain * agent.probe.stretched(agent.net.act(weights, obs))  # as act() does
+            action = alpha * sent + (1 - alpha) * action if steps else action
+            flips, sent = flips + (action * sent < 0), action
             cost = np.clip(np.abs(action), 0, 1)
             torque, effort = torque + TORQUE * cost.sum(), effort + cost
             obs, reward, terminated, truncated, _ = env.step(action)
@@ -64,19 +69,21 @@ def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0) -
         x = env.unwrapped.hull.position[0]
         rows.append(dict(ret=float(total), steps=steps, forward=FORWARD * (x - x0),
                          torque=float(torque), end=bool(x > END),
-                         fell=bool(env.unwrapped.game_over),
-                         effort=(effort / steps).tolist()))  # fmt: skip
+                         fell=bool(env.unwrapped.game_over), effort=(effort / steps).tolist(),
+                         flips=(flips / steps).tolist()))  # fmt: skip
     env.close()
     mean = lambda k: float(np.mean([r[k] for r in rows]))  # noqa: E731
     reached = [r["steps"] for r in rows if r["end"]]
     return dict(run=str(run), env=agent.config["env"], episodes=episodes, kept=int(mask.sum()),
-                min_episodes=min_episodes, gain=gain, scale=scale, mean_return=mean("ret"),
+                min_episodes=min_episodes, gain=gain, scale=scale, alpha=alpha,
+                mean_return=mean("ret"),
                 ci95=float(np.diff(Evaluation([r["ret"] for r in rows], "gait").ci95)[0]) / 2,
                 forward=mean("forward"), torque=mean("torque"), rest=mean("ret") - mean("forward")
                 + mean("torque"), reached_end=len(reached), fell=sum(r["fell"] for r in rows),
                 steps_to_end=float(np.median(reached)) if reached else None,
                 above_300=sum(bool(r["ret"] > 300) for r in rows),
                 effort=np.mean([r["effort"] for r in rows], axis=0).round(3).tolist(),
+                flips=np.mean([r["flips"] for r in rows], axis=0).round(3).tolist(),
                 rows=rows)  # fmt: skip
 
 
@@ -94,21 +101,26 @@ def main() -> None:
     for flag, what in (("--gains", "actions"), ("--scales", "weights")):  # after training
         help = f"also play each network with its {what} times each of these (1)"
         p.add_argument(flag, nargs="+", type=float, default=[1.0], help=help)
+    help = "also play each network sending a running mean of its actions, with each alpha"
+    p.add_argument("--alphas", nargs="+", type=float, default=[], help=help)
     p.add_argument("--json", type=Path, help="write here (default benchmarks/results/ga_gait.json)")
     args = p.parse_args()
-    variants = [(g, 1.0) for g in args.gains] + [(1.0, s) for s in args.scales if s != 1.0]
-    print("| run | gain, scale | return +- 95% | ground | torque | falls and tilt | at the end "
-          "(median steps) | mean abs(action) per motor |\n" + "|---" * 8 + "|")  # fmt: skip
+    variants = [(g, 1.0, 0.0) for g in args.gains] + [(1.0, s, 0.0) for s in args.scales if s != 1]
+    variants += [(1.0, 1.0, a) for a in args.alphas]
+    print("| run | gain, scale, alpha | return +- 95% | ground | torque | falls and tilt | at the "
+          "end (median steps) | mean abs(action) per motor | sign flips a step per motor |\n"
+          + "|---" * 9 + "|")  # fmt: skip
     result = dict(first_seed=FIRST_SEED, machine=common.machine(), runs=[])
     for run in args.runs:
-        for gain, scale in variants:
-            g = gait(run, args.episodes, args.min_episodes, gain, scale)
+        for gain, scale, alpha in variants:
+            g = gait(run, args.episodes, args.min_episodes, gain, scale, alpha)
             result["runs"].append(g)
             end = f"{g['reached_end']} of {g['episodes']}" + (
                 f" ({g['steps_to_end']:.0f})" if g["reached_end"] else "")  # fmt: skip
-            print(f"| {run} | {gain:g}, {scale:g} | {g['mean_return']:+.1f} +- {g['ci95']:.1f} | "
-                  f"{g['forward']:+.1f} | -{g['torque']:.1f} | {g['rest']:+.1f} | {end} | "
-                  f"{' '.join(f'{e:.2f}' for e in g['effort'])} |", flush=True)  # fmt: skip
+            print(f"| {run} | {gain:g}, {scale:g}, {alpha:g} | {g['mean_return']:+.1f} +- "
+                  f"{g['ci95']:.1f} | {g['forward']:+.1f} | -{g['torque']:.1f} | {g['rest']:+.1f} "
+                  f"| {end} | {' '.join(f'{e:.2f}' for e in g['effort'])} | "
+                  f"{' '.join(f'{e:.2f}' for e in g['flips'])} |", flush=True)  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     else:

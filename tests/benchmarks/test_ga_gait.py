@@ -55,7 +55,7 @@ def test_min_episodes_plays_the_network_the_runs_rule_calls_the_best():
     assert g["rows"] != top["rows"]
 
 
-def test_a_gain_or_a_scale_of_zero_stills_the_motors_and_one_changes_nothing(tmp_path):
+def test_a_zero_gain_or_scale_stills_the_motors_a_full_running_mean_holds_them(tmp_path):
     run = tmp_path / "new"
     kw = dict(hidden_sizes=(4,), population_size=4, episodes_per_individual=1, quiet=True)
     PrunedGA(env="BipedalWalker-v3", seed=3, log_dir=run, **kw).train(
@@ -67,3 +67,6 @@ def test_a_gain_or_a_scale_of_zero_stills_the_motors_and_one_changes_nothing(tmp
     for still in (dict(gain=0.0), dict(scale=0.0)):
         g = gait(run, episodes=2, **still)
         assert g["torque"] == 0 and g["effort"] == [0.0] * 4 and g["rows"] != plain["rows"]
+    held = gait(run, episodes=2, alpha=1.0)  # the first action, sent for ever: no sign flips
+    assert held["flips"] == [0.0] * 4 and held["rows"] != plain["rows"]
+    assert all(0 <= f <= 1 for f in plain["flips"]) and any(f > 0 for f in plain["flips"])
