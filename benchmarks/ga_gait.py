@@ -57,7 +57,7 @@ def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0, a
     for i in range(episodes):
         obs, _ = env.reset(seed=FIRST_SEED + i)
         x0, total, torque, steps, effort = env.unwrapped.hull.position[0], 0.0, 0.0, 0, 0.0
-        done, sent, flips = False, np.zeros(4), 0.0
+        done, sent, flips = False, np.zeros(agent.probe.n_actions), 0.0
         while not done:
             action = gain * agent.probe.stretched(agent.net.act(weights, obs))  # as act() does
             action = alpha * sent + (1 - alpha) * action if steps else action
