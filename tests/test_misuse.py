@@ -7,6 +7,8 @@ that are files or held by another run, games that never end, checkpoints of anot
 import math
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import gymnasium as gym
@@ -16,7 +18,7 @@ import pytest
 from pgmpi import ConfigError, ParallelPG, PrunedGA, checkpoint
 from pgmpi.logger import Logger, lock_log_dir
 from pgmpi.mpi import failure
-from tests.helpers.launch import holding_log_dir
+from tests.helpers.launch import ROOT, holding_log_dir
 
 
 def _cartpole(**kw):
@@ -309,3 +311,41 @@ def test_a_second_ctrl_c_stops_at_once_without_saving(tmp_path, monkeypatch):
                     callback=_ctrl_c_at(2, times=2, apart=0.2))  # fmt: skip
     assert not ck.exists()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+SIGTERM_TWICE = """
+import os, signal, sys, time
+from pgmpi import ParallelPG
+from pgmpi.mpi import failure
+
+failure.SAME_REQUEST_S = 0.05  # a second SIGTERM 0.2 s later is a second request
+
+
+def twice(row):
+    if row["update"] == 2:
+        os.kill(os.getpid(), signal.SIGTERM)  # stop at the end of this update
+        time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGTERM)  # no: at once
+        time.sleep(60)
+        print("still running a minute after the second SIGTERM")
+
+
+agent = ParallelPG(env="CartPole-v1", hidden_size=4, slots=2, steps_per_slot=1, quiet=True)
+agent.train(updates=100, checkpoint_path=sys.argv[1], checkpoint_every=50, callback=twice)
+"""
+
+
+def test_a_second_sigterm_on_one_process_stops_at_once_with_143_and_one_line(tmp_path):
+    """One process, no mpirun: the second request ends the run from the handler with status
+    143 and says so. A SystemExit raised there instead left silently, or, landing inside
+    Box2D's ray-cast callback, came out as a SWIG TypeError with exit status 1."""
+    script, ck = tmp_path / "twice.py", tmp_path / "ck.npz"
+    script.write_text(SIGTERM_TWICE)
+    job = subprocess.run([sys.executable, str(script), str(ck)], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT)  # fmt: skip
+    assert job.returncode == 143, job.stdout + job.stderr
+    assert "pgmpi: SIGTERM again: stopping at once, nothing saved (exit status 143)" in (
+        job.stderr
+    ), job.stderr
+    assert "Traceback" not in job.stderr and "still running" not in job.stdout
+    assert not ck.exists()

@@ -59,23 +59,22 @@ def _same_request() -> bool:
 
 def _stop_at_once(signum: int, why: str) -> None:
     """End the job now with status 128 + ``signum`` (Ctrl-C: KeyboardInterrupt, 130), saying
-    ``why`` once. With several ranks, the root says it and exits, and the launcher ends the
-    others; a rank the launcher has not ended a second later (the root got no signal, or a
-    launcher that lets the other ranks run on) ends the job with ``MPI_Abort``. A root
-    inside a collective (:data:`pgmpi.mpi.comm.inside`) ends it with ``MPI_Abort`` too: the
-    others may be waiting for it inside an MPI call, where their own handlers never run.
-    Never SystemExit on each rank: ranks leaving their scripts at different points look to
-    the watchdog like a collective called on some ranks only."""
+    ``why`` once. The root (one process too) says it and exits; with several ranks the
+    launcher ends the others, and a rank it has not ended a second later (the root got no
+    signal, or a launcher that lets the other ranks run on) ends the job with ``MPI_Abort``.
+    A root inside a collective (:data:`pgmpi.mpi.comm.inside`) ends it with ``MPI_Abort``
+    too: the others may be waiting for it inside an MPI call, where their own handlers never
+    run. Never SystemExit: ranks leaving their scripts at different points look to the
+    watchdog like a collective called on some ranks only, and one raised inside a C
+    library's callback (Box2D's ray casts) comes out as that library's error instead."""
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
-    if size() == 1:
-        raise SystemExit(128 + signum)
     code = 128 + signum
     # os.write, not print: a handler may run in the middle of a print
     who = "" if is_root() else f"[rank {rank()}] "
     if is_root():
         os.write(2, f"pgmpi: {why} (exit status {code})\n".encode())
-        if comm.inside:
+        if comm.inside and size() > 1:
             abort(code)
         for stream in (sys.stdout, sys.stderr):
             try:
