@@ -114,7 +114,7 @@ def main() -> None:
     p.add_argument("--runs-dir", type=Path, default=seed_sweep.RUNS, help="(runs/sweep)")
     common.add_figure_flags(p, FIGURE)
     args = p.parse_args()
-    name = f"{args.preset}-{'deterministic' if args.deterministic else 'sticky'}{args.tag}"
+    name = seed_sweep.run_name(args.preset, args.deterministic, args.tag)
     runs = [d for d in seed_sweep.runs_of(args.runs_dir, name) if seed_sweep.played(d)]
     columns = {d.name.rsplit("-", 1)[1]: diagnosed(d) for d in runs}
     columns = {s: c for s, c in columns.items() if args.seeds is None or s in args.seeds}

@@ -105,6 +105,11 @@ def known_within(seeds: dict[str, dict], level: int) -> dict[str, float]:
     return {"median": statistics.mean(ranked[(n - 1) // 2 : n // 2 + 1]), "worst": ranked[-1]}
 
 
+def run_name(preset: str, deterministic: bool, tag: str) -> str:
+    """A sweep's name, PRESET-PROTOCOL[TAG]: its runs are runs_dir/NAME-SEED."""
+    return f"{preset}-{'deterministic' if deterministic else 'sticky'}{tag}"
+
+
 def runs_of(runs_dir: Path, name: str) -> list[Path]:
     """The folders NAME-SEED in ``runs_dir``, by name: not those of a longer tag that starts
     with this one (a branch's NAME-decay-SEED)."""
@@ -303,7 +308,7 @@ def main() -> None:
     if args.evaluate_checkpoint:
         return evaluate_here(args.evaluate_checkpoint, args.games, args.live)
     deterministic = "--deterministic" in extra or "--no-sticky-actions" in extra
-    args.name = f"{args.preset}-{'deterministic' if deterministic else 'sticky'}{args.tag}"
+    args.name = run_name(args.preset, deterministic, args.tag)
     args.parallel = args.parallel or max(1, (os.cpu_count() or 1) // args.ranks)
     budget = math.ceil(args.budget / (args.slots * STEPS_PER_SLOT)) * args.slots * STEPS_PER_SLOT
     launch(args.run, args, extra)
