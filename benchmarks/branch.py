@@ -44,8 +44,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pgmpi import checkpoint, noop  # noqa: E402
-from pgmpi.config import GAConfig, PGConfig, without_retired  # noqa: E402
+from pgmpi.config import GAConfig, PGConfig  # noqa: E402
 from pgmpi.envs import PONG_ID  # noqa: E402
+from pgmpi.retired import without_retired  # noqa: E402
 
 BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA, whose episodes
     # are new each generation) the length of its episodes; not shapes or games in progress

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pgmpi import mpi, options
-from pgmpi.config import without_retired
+from pgmpi.retired import without_retired
 from pgmpi.settings import is_int, is_real
 from pgmpi.version import __version__
 
@@ -278,7 +278,7 @@ def load_settings(path: str | os.PathLike, algorithm: str, overrides: dict):
     (:class:`pgmpi.options.RunOptions`: ``log_dir``, ``quiet``, ...). An ``env`` given as an
     id must be the one the checkpoint was trained on: a script that expects Pong refuses a
     CartPole checkpoint left in its log dir instead of training on it. A setting since
-    retired (``config.RETIRED``) is dropped at the value today's code plays, and refused at
+    retired (``retired.RETIRED``) is dropped at the value today's code plays, and refused at
     another.
 
     Returns:

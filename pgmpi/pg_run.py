@@ -17,13 +17,13 @@ from typing import TypeVar
 import numpy as np
 
 from pgmpi import checkpoint, diagnostics, mpi, noop, pong, rallies, rollout
-from pgmpi.config import PG_BEFORE
 from pgmpi.evaluation import Evaluation, evaluation_returns
 from pgmpi.games import make_game
 from pgmpi.logger import mean, rank_figures
 from pgmpi.loop import Description
 from pgmpi.networks import TwoLayerPolicy
 from pgmpi.presets import PRESETS
+from pgmpi.retired import PG_BEFORE
 from pgmpi.settings import at_least, first_problem, is_bool
 
 Agent = TypeVar("Agent", bound="PGRun")

@@ -8,8 +8,9 @@ import pytest
 
 from pgmpi import ConfigError, ParallelPG, PrunedGA
 from pgmpi.cli import add_run_flags, add_settings, field_docs, settings_given
-from pgmpi.config import GA_RETIRED, ESConfig, GAConfig, PGConfig
+from pgmpi.config import ESConfig, GAConfig, PGConfig
 from pgmpi.presets import GA_PRESETS, PRESETS
+from pgmpi.retired import GA_RETIRED
 
 TINY = dict(env="CartPole-v1", hidden_size=4, slots=2, steps_per_slot=1, blas_threads=1)
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from pgmpi import ConfigError, PrunedGA, checkpoint
-from pgmpi.config import GA_RETIRED
 from pgmpi.optimizers import PruningOptimizer
+from pgmpi.retired import GA_RETIRED
 from tests.helpers.checkpoints import assert_refused_unchanged, with_config
 
 TINY = dict(env="CartPole-v1", hidden_sizes=(4,), population_size=12, episodes_per_individual=2)
@@ -166,7 +166,7 @@ def test_the_best_on_enough_episodes_changes_what_is_reported_not_what_is_select
 def test_a_checkpoint_with_a_retired_setting_resumes_at_its_value_and_is_refused_at_another(
     tmp_path,
 ):
-    """Settings screened and retired (config.GA_RETIRED: the signed weights' scale, a bias
+    """Settings screened and retired (retired.GA_RETIRED: the signed weights' scale, a bias
     input, restoring connections, re-evaluating the best, stalled or charged training episodes,
     common episodes) stay in the checkpoints written before: at the value played today the run
     resumes exactly, into the same log dir; at another, one clear error, and the file is left

@@ -426,7 +426,7 @@ def test_a_checkpoint_older_than_a_setting_resumes_as_it_ran(tmp_path):
 def test_a_checkpoint_with_a_removed_setting_resumes_at_its_value_and_is_refused_at_another(
     tmp_path,
 ):
-    """Settings screened and removed (config.PG_RETIRED: PPO's passes and clip, GAE's lambda,
+    """Settings screened and removed (retired.PG_RETIRED: PPO's passes and clip, GAE's lambda,
     the baseline's own step size, deterministic games, a frame stack, the paddle's column)
     stay in the checkpoints written before: at the value played today the run resumes
     exactly, into the same log dir; at another, one clear error, and the file is left as it
