@@ -354,31 +354,19 @@ def draw_kept(out_dir: Path) -> list[Path]:
 def main() -> None:
     argv, extra = common.split_extra(sys.argv[1:])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--run",
-        nargs="*",
-        default=[],
-        metavar="[PRESET:]SEED",
-        help="train these runs (flags after -- go to the example's first chunk)",
-    )
+    p.add_argument("--run", nargs="*", default=[], metavar="[PRESET:]SEED", help="train these "
+                   "runs (flags after -- go to the example's first chunk)")  # fmt: skip
     p.add_argument("--minutes", type=float, default=60, help="training minutes per run (60)")
-    p.add_argument(
-        "--every", type=int, default=2, help="generations a chunk, a snapshot after each (2)"
-    )
+    p.add_argument("--every", type=int, default=2,
+                   help="generations a chunk, a snapshot after each (2)")  # fmt: skip
     p.add_argument("--generations", type=int, help="and at most this many generations")
-    p.add_argument(
-        "--env-steps",
-        type=int,
-        help="and no chunk after this many env steps, and no snapshot past them evaluated "
-        "(for screens on a busy machine, which compare runs at the same env steps)",
-    )
-    p.add_argument(
-        "--also",
-        nargs="+",
-        default=[],
-        metavar="JSON:RUN",
-        help="runs of an earlier result (its --json) to table and draw beside, as they were",
-    )
+    p.add_argument("--env-steps", type=int,
+                   help="and no chunk after this many env steps, and no snapshot past them "
+                   "evaluated (for screens on a busy machine, which compare runs at the same "
+                   "env steps)")  # fmt: skip
+    p.add_argument("--also", nargs="+", default=[], metavar="JSON:RUN",
+                   help="runs of an earlier result (its --json) to table and draw beside, "
+                   "as they were")  # fmt: skip
     kept, cache = common.RESULTS / "ga_time_to_score.json", "ga_time_to_score_cache.json"
     runs = common.ROOT / "runs" / "ga-tts"
     snapshots.add_flags(p, runs, kept, cache, "ranks per run and per evaluation")
@@ -402,15 +390,10 @@ def main() -> None:
         also[name] = earlier[name]
     if not runs:
         raise SystemExit(f"no runs with snapshots in {args.runs}: pass --run [PRESET:]SEED")
-    result = dict(
-        machine=common.machine(),
-        ranks=args.ranks,
-        episodes=args.episodes,
-        levels=args.levels,
-        runs={d.name: time_to_score(d, evaluations, args) for d in runs} | also,
-        env_steps=args.env_steps,
-        rate=args.rate,
-    )
+    runs = {d.name: time_to_score(d, evaluations, args) for d in runs} | also
+    result = dict(machine=common.machine(), ranks=args.ranks, episodes=args.episodes,
+                  levels=args.levels, runs=runs, env_steps=args.env_steps,
+                  rate=args.rate)  # fmt: skip
     print(table(result), final_table(result), sep="\n\n")
     print(f"{evaluations.new} new evaluation(s), {len(evaluations.known)} in {args.cache}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
