@@ -390,9 +390,9 @@ def main() -> None:
         also[name] = earlier[name]
     if not runs:
         raise SystemExit(f"no runs with snapshots in {args.runs}: pass --run [PRESET:]SEED")
-    runs = {d.name: time_to_score(d, evaluations, args) for d in runs} | also
+    scored = {d.name: time_to_score(d, evaluations, args) for d in runs} | also
     result = dict(machine=common.machine(), ranks=args.ranks, episodes=args.episodes,
-                  levels=args.levels, runs=runs, env_steps=args.env_steps,
+                  levels=args.levels, runs=scored, env_steps=args.env_steps,
                   rate=args.rate)  # fmt: skip
     print(table(result), final_table(result), sep="\n\n")
     print(f"{evaluations.new} new evaluation(s), {len(evaluations.known)} in {args.cache}")
