@@ -277,6 +277,10 @@ class GAConfig(Settings):
     generations played times episodes_per_individual), else the elite that has played the
     most; selection is unchanged. 1 (the original): the top of the ranking, which is often a
     new child ranked on the one generation's episodes it has played"""
+    crossover: float = 0.0
+    """share of children made from two elites, each unit taking all its incoming connections
+    from one of them (a coin per unit), before pruning; 0 (the original's pruneable agent):
+    every child is one elite's"""
     complexity_weight: float = 1.0
     """fitness penalty per fraction of connections kept (1 in the original's pruneable agent,
     none in its BipedalWalker benchmark's HebbianDAG)"""
@@ -298,6 +302,7 @@ class GAConfig(Settings):
             ("synapses", lambda x: s.genome != "ones" or x == 1,
              "1 with genome 'ones' (a connection is 1 or pruned)"),
             ("episodes_per_individual", lambda x: at_least(x, 1), "an int >= 1"),
+            ("crossover", lambda x: is_real(x) and 0 <= x <= 1, "in [0, 1]"),
             ("best_min_episodes", lambda x: at_least(x, 1), "an int >= 1"),
             ("best_min_episodes", lambda x: x <= s.episodes_per_individual or s.elite_averaging,
              "at most episodes_per_individual without elite_averaging (which counts the "

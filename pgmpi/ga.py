@@ -20,8 +20,9 @@ sizes spread from the population's (or is fixed); with the signed genome a paren
 active connections (Hebbian activity, measured in play) are pruned more often. A screen's
 options, off by default, rank a surviving elite by its mean over the generations it has
 played (``elite_averaging``), call the best only an elite whose mean rests on enough
-episodes (``best_min_episodes``) and give each connection several synapses to lose one at a
-time (``synapses``); the screens' other settings are retired (docs/screens.md).
+episodes (``best_min_episodes``), give each connection several synapses to lose one at a
+time (``synapses``) and make some children from two elites, unit by unit (``crossover``);
+the screens' other settings are retired (docs/screens.md).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
 stream, so all ranks hold the same population without sending any network; only the
@@ -128,6 +129,8 @@ class PrunedGA(GARun):
             mutation_rate=cfg.mutation_rate,
             elite_averaging=cfg.elite_averaging,
             best_min_count=-(-cfg.best_min_episodes // cfg.episodes_per_individual),  # generations
+            crossover=cfg.crossover,
+            units=genomes.receiving_units(self.net),
             seed=cfg.seed,
         )
         self.steps = 0

@@ -221,6 +221,17 @@ def matvec(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (x[:, None] * w).sum(axis=0)
 
 
+def receiving_units(net) -> np.ndarray:
+    """int64 (n_weights,): the unit each of ``net``'s weights enters, numbered over the
+    network's non-input units (layer by layer); a connection's synapses enter the same one.
+    What :class:`~pgmpi.optimizers.PruningOptimizer`'s crossover takes whole from a parent."""
+    units, first = [], 0
+    for a, b in net.shapes:
+        units.append(np.tile(np.arange(first, first + b), a))  # row-major (n_in, n_out)
+        first += b
+    return np.tile(np.concatenate(units), getattr(net, "synapses", 1))
+
+
 def make(genome: str, sizes: tuple[int, ...], discrete: bool, seed: int, synapses=1):
     """The network of ``genome`` (one of :data:`GENOMES`) with these layer sizes
     (``synapses``: the signed genome's, see :class:`SignedDAG`)."""

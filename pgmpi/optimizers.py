@@ -168,6 +168,12 @@ class PruningOptimizer:
     generation's lucky episodes leads selection as before but is not called the best. The
     selection is the same.
 
+    With ``crossover`` X > 0, a child is made from two elites with probability X: its first
+    parent picked as above, a mate picked the same way, and each unit (``units`` numbers
+    the unit each connection enters) takes its incoming connections from one of them, a
+    coin each, with that parent's pruning probabilities; its row of ``parents`` names the
+    first. Drawn after the rest of the generation's numbers, so X = 0 draws the same.
+
     Args:
         n_weights: W, connections per genome.
         population_size: P >= 2.
@@ -178,6 +184,8 @@ class PruningOptimizer:
         elite_averaging: whether unchanged elites are ranked by their mean fitness (above).
         best_min_count: with ``elite_averaging``, the generations an elite must have played
             to be the best (above); 1, the default: the top of the ranking.
+        crossover: the share of children made from two elites (above), in [0, 1].
+        units: int (W,), the unit each connection enters; needed when ``crossover`` > 0.
         seed: root seed of the run.
 
     Attributes:
@@ -204,15 +212,23 @@ class PruningOptimizer:
         mutation_rate: float | None = None,
         elite_averaging: bool = False,
         best_min_count: int = 1,
+        crossover: float = 0.0,
+        units: np.ndarray | None = None,
         seed: int = 0,
     ):
         problem = pruning_problem(population_size, elite_fraction, prune_rate, seed,
                                   mutation_rate, elite_averaging)  # fmt: skip
         if problem is None and not at_least(best_min_count, 1):
             problem = f"best_min_count must be an int >= 1, got {best_min_count!r}"
+        if problem is None and not (0 <= crossover <= 1):
+            problem = f"crossover must be in [0, 1], got {crossover!r}"
+        if problem is None and crossover > 0 and (units is None or len(units) != n_weights):
+            problem = f"crossover needs units, one per connection ({n_weights})"
         if problem is not None:
             raise ValueError(problem)
         self.best_min_count = best_min_count
+        self.crossover = crossover
+        self.units = None if units is None else np.asarray(units, dtype=np.int64)
         self.seed, self.fixed_rate, self.elite_averaging = seed, mutation_rate, elite_averaging
         self.earlier_sum, self.earlier_count = np.zeros(population_size), np.zeros(population_size)
         self.n_elites = elite_count(population_size, elite_fraction)
@@ -290,12 +306,22 @@ class PruningOptimizer:
         n = len(elites)
         pick = stream.choice(n, size=P - n, p=np.arange(n, 0, -1) / (n * (n + 1) / 2))
         draws = stream.random((P - n, W))
+        from_mate = None  # (P - n, W): which of a child's connections its mate gives
+        if self.crossover > 0:  # drawn last: without crossover, the same numbers
+            mates = stream.choice(n, size=P - n, p=np.arange(n, 0, -1) / (n * (n + 1) / 2))
+            crossed = stream.random(P - n) < self.crossover
+            coins = stream.random((P - n, int(self.units.max()) + 1)) < 0.5  # one a unit
+            from_mate = crossed[:, None] & coins[:, self.units]
+
+        def inherit(rows):  # each child's row, from its parent (or its mate, connection-wise)
+            return rows[pick] if from_mate is None else np.where(from_mate, rows[mates], rows[pick])
+
         if a is None:
             keep = draws >= self.mutation_rate
         else:
             probabilities = hebbian_prune_probabilities(elites, elite_activity, self.mutation_rate)
-            keep = draws >= probabilities[pick]
-        children = elites[pick] & keep
+            keep = draws >= inherit(probabilities)
+        children = inherit(elites) & keep
         self.population = np.concatenate([elites, children])
         self.parents = np.concatenate([sources, sources[pick]])
         if self.elite_averaging:  # elites come from this generation's order (again above)

@@ -115,7 +115,7 @@ def test_checkpoint_is_npz_with_boolean_masks_and_no_pickle(tmp_path):
 
 
 # GAConfig fields added after checkpoints were written, each off by default
-SCREEN_SETTINGS = ("synapses", "elite_averaging", "best_min_episodes")
+SCREEN_SETTINGS = ("synapses", "elite_averaging", "best_min_episodes", "crossover")
 
 
 def test_a_checkpoint_without_the_later_settings_resumes_with_them_off(tmp_path):

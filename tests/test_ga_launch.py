@@ -23,7 +23,8 @@ if sys.argv[4] == "example":  # examples/bipedal_walker.py's settings, at a smal
     from bipedal_walker import SETTINGS as config
 else:
     config = GAConfig(elite_averaging=sys.argv[4] == "averaging",
-                      synapses=2 if sys.argv[4] == "synapses" else 1)
+                      synapses=2 if sys.argv[4] == "synapses" else 1,
+                      crossover=0.5 if sys.argv[4] == "crossover" else 0.0)
 ga = PrunedGA(env=env, config=replace(config, **small), quiet=True).train(generations=3)
 state = ga.optimizer.state()
 digest = hashlib.sha256(b"".join(state[k].tobytes() for k in sorted(state))).hexdigest()
@@ -48,6 +49,7 @@ def _hash(proc) -> str:
         ("BipedalWalker-v3", "8,8", "signed-dag", "latest"),
         ("BipedalWalker-v3", "8,8", "signed-dag", "averaging"),
         ("BipedalWalker-v3", "8,8", "signed-dag", "synapses"),  # two a connection
+        ("BipedalWalker-v3", "8,8", "signed-dag", "crossover"),  # half the children of two
         ("BipedalWalker-v3", "8,8", "signed-dag", "example"),  # its mutation rate, and the rest
     ],
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgmpi import ConfigError, PrunedGA, rng
+from pgmpi import ConfigError, PrunedGA, genomes, rng
 from pgmpi.genomes import PrunedNetwork, SignedDAG, Trace, matvec
 from pgmpi.optimizers import PruningOptimizer, hebbian_prune_probabilities
 
@@ -328,3 +328,12 @@ def test_the_signed_genome_resumes_exactly(tmp_path, env):
     assert sorted(a) == sorted(b) and "best_activity" in a
     for key in a:
         assert np.array_equal(a[key], b[key]), key
+
+
+def test_receiving_units_name_the_unit_each_weight_enters():
+    net = genomes.make("signed-dag", (3, 2, 1), False, seed=0, synapses=2)
+    units = genomes.receiving_units(net)
+    assert units.shape == (net.n_weights,)
+    mask = units == 2  # the output layer's first unit (units 0, 1: the hidden layer's)
+    weights = net.weights(mask)  # only the synapses that enter unit 2 kept
+    assert not weights[0].any() and weights[1][:, 0].all() and not weights[1][:, 1].any()

@@ -311,3 +311,33 @@ def test_tell_rejects_bad_fitness():
         opt.tell(np.zeros(3))
     with pytest.raises(ValueError, match="4 finite values"):
         opt.tell(np.array([0, 1, np.nan, 2]))
+
+
+def test_crossover_gives_each_unit_the_connections_of_one_of_two_elites():
+    """crossover 1, no pruning: every child's unit holds the incoming mask of its first
+    parent or of another elite, whole; some children mix two; crossover 0 draws the default's
+    populations."""
+    P, units = 40, np.repeat(np.arange(6), 10)  # 6 units of 10 connections each
+    fitness = np.random.default_rng(3).standard_normal((4, P))
+    mixed = 0
+    crossed = PruningOptimizer(60, population_size=P, mutation_rate=0.0, crossover=1.0,
+                               units=units, seed=5)  # fmt: skip
+    for f in fitness:
+        before = crossed.ask().copy()
+        crossed.tell(f)
+        n = crossed.n_elites + int(crossed.parents[0] == -1)
+        elites, children = crossed.ask()[:n], crossed.ask()[n:]
+        for child, parent in zip(children, crossed.parents[n:], strict=True):
+            first = before[parent] if parent >= 0 else elites[0]
+            for u in range(6):
+                part = child[units == u]
+                assert any(np.array_equal(part, e[units == u]) for e in elites)
+            mixed += not np.array_equal(child, first)
+    assert mixed > 10
+    plain = PruningOptimizer(60, population_size=P, seed=5)
+    off = PruningOptimizer(60, population_size=P, crossover=0.0, units=units, seed=5)
+    for f in fitness:
+        plain.tell(f), off.tell(f)
+        assert np.array_equal(plain.ask(), off.ask())
+    with pytest.raises(ValueError, match="crossover needs units"):
+        PruningOptimizer(60, population_size=P, crossover=0.5, seed=5)
