@@ -304,11 +304,12 @@ class PruningOptimizer:
         self.generation += 1
         stream = rng.stream(self.seed, rng.GA_SELECTION, self.generation)
         n = len(elites)
-        pick = stream.choice(n, size=P - n, p=np.arange(n, 0, -1) / (n * (n + 1) / 2))
+        by_rank = np.arange(n, 0, -1) / (n * (n + 1) / 2)  # elite j picked in proportion to n - j
+        pick = stream.choice(n, size=P - n, p=by_rank)
         draws = stream.random((P - n, W))
         from_mate = None  # (P - n, W): which of a child's connections its mate gives
         if self.crossover > 0:  # drawn last: without crossover, the same numbers
-            mates = stream.choice(n, size=P - n, p=np.arange(n, 0, -1) / (n * (n + 1) / 2))
+            mates = stream.choice(n, size=P - n, p=by_rank)
             crossed = stream.random(P - n) < self.crossover
             coins = stream.random((P - n, int(self.units.max()) + 1)) < 0.5  # one a unit
             from_mate = crossed[:, None] & coins[:, self.units]
