@@ -15,7 +15,8 @@ average and games in progress; a population and its fitness history) and counter
 progress.csv up to the checkpoint's update or generation; only the settings named change
 (``NAME=VALUE``, the value read as JSON: ``null`` for None), and only those that leave the
 state's shapes and the games in progress as they are (``BRANCHABLE``, per algorithm; a PrunedGA
-branch may also change how long its episodes play, evaluations' included). A two-action Pong
+branch may also change how long its episodes play, evaluations' included, their finishing
+bonus and which elite it reports as the best). A two-action Pong
 run may also take NOOP on (``noop=true``): its one up/down logit becomes the softmax's up and
 down logits (z and 0: the same policy) and NOOP's logit starts at ``-a`` times the sum of the
 hidden layer, ``a`` chosen so that NOOP takes 5% (``pgmpi.noop.SHARE``) of the median state of
@@ -53,7 +54,8 @@ BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
                    "entropy_final", "entropy_steps", "gamma", "noop", "noop_from"),
     "PrunedGA": ("mutation_rate",  # the next generation's children on
-                 "max_episode_steps"),  # the next generation's episodes on
+                 "max_episode_steps", "finish_bonus",  # the next generation's episodes on
+                 "best_min_episodes"),  # which elite is reported as the best, from the next on
 }  # fmt: skip
 CONFIGS = {"ParallelPG": (PGConfig, "update"), "PrunedGA": (GAConfig, "generation")}
 

@@ -281,6 +281,10 @@ class GAConfig(Settings):
     """share of children made from two elites, each unit taking all its incoming connections
     from one of them (a coin per unit), before pruning; 0 (the original's pruneable agent):
     every child is one elite's"""
+    finish_bonus: float = 0.0
+    """points a training episode earns for each step it had left when the env ended it on a
+    reward above -100 (BipedalWalker: the course's end, not a fall); the evaluations score
+    the env's rewards alone. 0: none"""
     complexity_weight: float = 1.0
     """fitness penalty per fraction of connections kept (1 in the original's pruneable agent,
     none in its BipedalWalker benchmark's HebbianDAG)"""
@@ -303,6 +307,7 @@ class GAConfig(Settings):
              "1 with genome 'ones' (a connection is 1 or pruned)"),
             ("episodes_per_individual", lambda x: at_least(x, 1), "an int >= 1"),
             ("crossover", lambda x: is_real(x) and 0 <= x <= 1, "in [0, 1]"),
+            ("finish_bonus", lambda x: is_real(x) and x >= 0, "a number >= 0"),
             ("best_min_episodes", lambda x: at_least(x, 1), "an int >= 1"),
             ("best_min_episodes", lambda x: x <= s.episodes_per_individual or s.elite_averaging,
              "at most episodes_per_individual without elite_averaging (which counts the "

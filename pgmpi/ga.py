@@ -21,7 +21,8 @@ active connections (Hebbian activity, measured in play) are pruned more often. A
 options, off by default, rank a surviving elite by its mean over the generations it has
 played (``elite_averaging``), call the best only an elite whose mean rests on enough
 episodes (``best_min_episodes``), give each connection several synapses to lose one at a
-time (``synapses``) and make some children from two elites, unit by unit (``crossover``);
+time (``synapses``), make some children from two elites, unit by unit (``crossover``), and
+pay a training episode for the steps it had left at the course's end (``finish_bonus``);
 the screens' other settings are retired (docs/screens.md).
 
 There is no coordinator: every rank runs the same selection and mutation from the same random
@@ -165,20 +166,22 @@ class PrunedGA(GARun):
         returns = unit_returns.sum(axis=1) / unit_returns.shape[1]
         return returns - self.config["complexity_weight"] * kept
 
-    def _play(self, weights: list[np.ndarray], stream, activity=None):
-        """Return and steps of :meth:`_episode`, played at once."""
-        return self._episode(weights, stream, activity).finish()[:2]
+    def _play(self, weights: list[np.ndarray], stream, activity=None, training=False):
+        """Return and steps of :meth:`_episode`, played at once (``training``: with the
+        finishing bonus, ``finish_bonus``; evaluations play without it)."""
+        return self._episode(weights, stream, activity, training).finish()[:2]
 
-    def _episode(self, weights: list[np.ndarray], stream, activity=None):
+    def _episode(self, weights: list[np.ndarray], stream, activity=None, training=False):
         """An episode (a :class:`~pgmpi.rollout.Episode`) of network ``weights`` seeded from
         ``stream``, in a new env (Box2D envs carry state over, so a reused one would make
         results depend on which units this rank played before); ``activity`` (float64 (W,),
         or None) gets each connection's mean Hebbian term per step at the end (recorded by a
-        :class:`~pgmpi.genomes.Trace`)."""
+        :class:`~pgmpi.genomes.Trace`); a ``training`` episode earns ``finish_bonus``."""
         game = Game(self._env, self.config["max_episode_steps"])
         trace = None if activity is None else genomes.Trace(self.net.shapes, activity)
         act = lambda game: self._action(weights, game.obs, trace)  # noqa: E731
-        return rollout.Episode(game, act, stream, trace)
+        bonus = self.config["finish_bonus"] if training else 0.0
+        return rollout.Episode(game, act, stream, trace, bonus)
 
     def _action(self, weights: list[np.ndarray], obs: np.ndarray, activity=None):
         a = self.net.act(weights, obs) if activity is None else self.net.act(weights, obs, activity)

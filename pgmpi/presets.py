@@ -47,7 +47,7 @@ PRESETS = {
 # uniform pruning in every other generation, elites included (update_pop: mutate_pop(0.01)
 # after a coin flip), a leaderboard of elites, recombination, and weights drawn for every
 # individual. The settings added for issue 49's screens (synapses, elite_averaging,
-# best_min_episodes, crossover: not the original's recombination, which swaps weight
+# best_min_episodes, finish_bonus, crossover: not the original's recombination, which swaps weight
 # matrices between two networks of the new population) are off, as PrunedGA ran before them.
 # Every field is written out, so that a change of the defaults leaves the preset as it is
 # (tests/test_config.py compares it with the original's values).
@@ -57,6 +57,7 @@ GA_PRESETS = {
                              population_size=138, episodes_per_individual=8,
                              elite_fraction=0.125, prune_rate=0.025, mutation_rate=0.01,
                              elite_averaging=False, best_min_episodes=1, crossover=0.0,
+                             finish_bonus=0.0,
                              complexity_weight=0.0,
                              max_episode_steps=1600, seed=0),
 }  # fmt: skip

@@ -205,10 +205,15 @@ class Episode:
     seeded from ``stream``; the same steps as :func:`episode`, whether played at once
     (:meth:`finish`) or between other work (PrunedGA's playing ahead). ``activity`` (a
     :class:`pgmpi.genomes.Trace`, or None) is what ``act`` records each step's Hebbian
-    terms in; :meth:`result` gives their mean per step. ``key``: what the caller calls it."""
+    terms in; :meth:`result` gives their mean per step. ``key``: what the caller calls it.
+    ``finish_bonus`` B (PrunedGA's training episodes): an episode the env ends on a reward
+    above -100 (BipedalWalker: at the course's end, not in a fall) adds B to its return for
+    each step it had left of its limit (the game's cap or the env's own, the lower)."""
 
-    def __init__(self, game: Game, act: Callable[[Game], object], stream, activity=None):
+    def __init__(self, game: Game, act: Callable[[Game], object], stream, activity=None,
+                 finish_bonus: float = 0.0):  # fmt: skip
         self.game = game
+        self.finish_bonus = finish_bonus
         self.activity = activity
         self.piece = Piece()
         self.steps = episode_rounds(game, act, stream, self.piece)
@@ -225,7 +230,18 @@ class Episode:
         self.seconds += time.perf_counter() - t
         if over:
             self.game.close()
+            self.total += self.finish_bonus * self._steps_left()
         return over
+
+    def _steps_left(self) -> int:
+        """Steps of its limit an episode had left when the env ended it on a reward above
+        -100 (after a fall, a cap or a time limit: 0)."""
+        rewards = self.piece.rewards
+        if not (self.finish_bonus and self.piece.finished and rewards and rewards[-1] > -100):
+            return 0
+        spec = getattr(self.game.env, "spec", None)
+        limits = (self.game.max_steps, getattr(spec, "max_episode_steps", None))
+        return min(x for x in limits if x) - len(rewards)
 
     def finish(self) -> tuple[float, int, float, np.ndarray | None]:
         """Play the rest of the episode; its :meth:`result`."""

@@ -51,6 +51,7 @@ def test_the_synaptolytic_preset_is_the_original_benchmarks_settings_field_by_fi
         "elite_averaging": False,  # ranked by this generation's fitness alone
         "best_min_episodes": 1,  # the best: the top of the ranking (on its 8 episodes)
         "crossover": 0.0,  # no child of two elites (its own recombination is not PrunedGA's)
+        "finish_bonus": 0.0,  # the fitness is the env's return alone
         "complexity_weight": 0.0,  # get_fitness: the mean return, its penalty commented out
         "max_episode_steps": 1600,  # BipedalWalker's own time limit
         "stall_steps": None,  # episodes play on to their end

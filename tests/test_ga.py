@@ -4,6 +4,7 @@ PruningOptimizer: test_optimizers.py)."""
 import csv
 import json
 import re
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -115,7 +116,7 @@ def test_checkpoint_is_npz_with_boolean_masks_and_no_pickle(tmp_path):
 
 
 # GAConfig fields added after checkpoints were written, each off by default
-SCREEN_SETTINGS = ("synapses", "elite_averaging", "best_min_episodes", "crossover")
+SCREEN_SETTINGS = ("synapses", "elite_averaging", "best_min_episodes", "crossover", "finish_bonus")
 
 
 def test_a_checkpoint_without_the_later_settings_resumes_with_them_off(tmp_path):
@@ -221,6 +222,40 @@ def test_bad_arguments_raise_config_error(kwargs, message):
     with pytest.raises(ConfigError) as info:
         PrunedGA(**dict(TINY, quiet=True, **kwargs))
     assert message in str(info.value)
+
+
+WALKER = Path(__file__).parents[1] / "benchmarks/recordings/ga-tts/seed1/checkpoint.npz"
+
+
+def _played(ga, weights, seed, bonus, training):
+    ga.config["finish_bonus"] = bonus
+    episode = ga._episode(weights, np.random.default_rng(seed), None, training)
+    ret, steps = episode.finish()[:2]
+    return ret, steps, episode.piece.rewards[-1]
+
+
+def test_a_training_episode_at_the_course_end_earns_the_finish_bonus_an_evaluation_none():
+    ga = PrunedGA.load(WALKER, quiet=True)  # seed 1's walker at the hour: it reaches the end
+    weights = ga.net.weights(ga.optimizer.best_mask)
+    ret, steps, last = _played(ga, weights, 3, 0.0, True)
+    assert steps < 1600 and last > -100 and ret > 250  # the course's end, early
+    assert _played(ga, weights, 3, 0.5, True)[:2] == (ret + 0.5 * (1600 - steps), steps)
+    assert _played(ga, weights, 3, 0.5, False)[:2] == (ret, steps)  # evaluations: the env's
+
+
+def test_a_fall_or_the_time_limit_earns_no_finish_bonus():
+    ga = PrunedGA(env="BipedalWalker-v3", hidden_sizes=(8, 8), genome="signed-dag", quiet=True)
+    ends = set()
+    for seed in range(40):  # untrained networks: some fall, some stand to the time limit
+        weights = ga.net.weights(np.random.default_rng(seed).random(ga.net.n_weights) < 0.5)
+        ret, steps, last = _played(ga, weights, seed, 0.0, True)
+        end = "fall" if last == -100 else "limit" if steps == 1600 else None
+        if end and end not in ends:
+            ends.add(end)
+            assert _played(ga, weights, seed, 0.5, True)[:2] == (ret, steps)
+        if len(ends) == 2:
+            break
+    assert sorted(ends) == ["fall", "limit"]
 
 
 class _BoxEnv(gym.Env):
