@@ -164,6 +164,6 @@ class PlayingAhead(UnitEvaluation):
         def episode(x: int, e: int) -> Episode:
             activity = np.zeros(ga.net.n_weights) if ga.net.hebbian else None
             stream = self.elite_stream(g + 1, x, e)
-            return ga._episode(ga.net.weights(masks[x]), stream, activity, True)
+            return ga._episode(ga.net.weights(masks[x]), stream, activity, training=True)
 
         return lambda: self.ahead.play(g, E, sure, episode, self.steps.size)

@@ -115,7 +115,8 @@ class UnitEvaluation:
             activity = np.zeros(self.W) if self.W else None
             t = time.perf_counter()
             stream = self.stream(g, i, e)
-            ret, steps = self.ga._play(self.ga.net.weights(masks[i]), stream, activity, True)
+            weights = self.ga.net.weights(masks[i])
+            ret, steps = self.ga._play(weights, stream, activity, training=True)
             self.record(sums, int(u), (ret, steps, time.perf_counter() - t, activity), g)
         t1 = time.perf_counter()
         sums.busy[me] = t1 - t0
