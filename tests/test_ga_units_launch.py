@@ -20,7 +20,7 @@ ga = PrunedGA(env="CartPole-v1", hidden_sizes=(4,), population_size=11,
               quiet=True)
 if mpi.rank() == slow:
     plain = ga._play
-    ga._play = lambda *a: time.sleep(0.03) or plain(*a)
+    ga._play = lambda *a, **k: time.sleep(0.03) or plain(*a, **k)
 played = np.zeros(mpi.size(), dtype=int)
 ahead = []
 def count(row):
@@ -92,7 +92,7 @@ def make(p, e):
                   episodes_per_individual=e, elite_fraction=0.5, seed=3, quiet=True)
     if mpi.rank() == 1:  # slowed: the other rank plays ahead
         plain = ga._play
-        ga._play = lambda *a: time.sleep(0.01) or plain(*a)
+        ga._play = lambda *a, **k: time.sleep(0.01) or plain(*a, **k)
     return ga
 a = make(6, 2)
 a.train(generations=2)
