@@ -230,14 +230,15 @@ class Episode:
         self.seconds += time.perf_counter() - t
         if over:
             self.game.close()
-            self.total += self.finish_bonus * self._steps_left()
+            if self.finish_bonus:
+                self.total += self.finish_bonus * self._steps_left()
         return over
 
     def _steps_left(self) -> int:
-        """Steps of its limit an episode had left when the env ended it on a reward above
-        -100 (after a fall, a cap or a time limit: 0)."""
+        """Steps of its limit the ended episode had left when the env ended it on a reward
+        above -100 (after a fall, a cap or a time limit: 0)."""
         rewards = self.piece.rewards
-        if not (self.finish_bonus and self.piece.finished and rewards and rewards[-1] > -100):
+        if not (self.piece.finished and rewards[-1] > -100):
             return 0
         spec = getattr(self.game.env, "spec", None)
         limits = (self.game.max_steps, getattr(spec, "max_episode_steps", None))
