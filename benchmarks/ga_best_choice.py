@@ -15,6 +15,8 @@ last checkpoint). Prints a table and writes benchmarks/results/ga_best_choice.js
 process, no MPI run; about a minute per network on BipedalWalker. ``--save DIR`` also writes
 each run's checkpoint with the first N's network as its best to DIR/RUN/checkpoint.npz, to
 watch it (``python -m pgmpi.play DIR/RUN --gif walker.gif``); its other counts are the run's.
+``--every-elite`` also plays, on the same episodes, each elite no rule chose (rule 0 in the
+table): whether the population holds a better walker than any rule picks.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ import numpy as np
 from pgmpi import PrunedGA
 
 
-def choices(run: Path, min_episodes: list[int]) -> list[dict]:
-    """Each rule's best among the checkpoint's elites: (rule, row, generations played, mean)."""
+def choices(run: Path, min_episodes: list[int], every: bool = False) -> list[dict]:
+    """Each rule's best among the checkpoint's elites: (rule, row, generations played, mean);
+    ``every``: then each elite no rule chose, in ranked order, as rule 0."""
     with np.load(run / "checkpoint.npz") as data:
         count, total = data["earlier_count"], data["earlier_sum"]
     agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
@@ -45,6 +48,9 @@ def choices(run: Path, min_episodes: list[int]) -> list[dict]:
         sure = [i for i in order if count[i] >= math.ceil(n / per)]
         row = int(sure[0]) if sure else int(order[np.argmax(count[order])])
         rows.append(dict(min_episodes=n, row=row, generations=int(count[row]), mean=mean[row]))
+    chosen = {r["row"] for r in rows}
+    rows += [dict(min_episodes=0, row=int(i), generations=int(count[i]), mean=mean[i])
+             for i in order if every and i not in chosen]  # fmt: skip
     return rows
 
 
@@ -54,12 +60,14 @@ def main() -> None:
     p.add_argument("--min-episodes", nargs="+", type=int, default=[8], help="N of each rule (8)")
     p.add_argument("--episodes", type=int, default=100, help="new episodes per network (100)")
     p.add_argument("--save", type=Path, help="write each run with the first N's best here")
+    every = "also play each elite no rule chose (rule 0): does any walk better?"
+    p.add_argument("--every-elite", action="store_true", help=every)
     args = p.parse_args()
     print("| run | best_min_episodes | elite (generations played) | training mean | "
           "new episodes: mean [95% interval] | above +300 |\n" + "|---" * 6 + "|")  # fmt: skip
     result, played = dict(machine=common.machine(), runs=[]), {}
     for run in args.runs:
-        for c in choices(run, args.min_episodes):
+        for c in choices(run, args.min_episodes, args.every_elite):
             agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
             mask = agent.optimizer.population[c["row"]]
             key = (run, mask.tobytes())

@@ -37,3 +37,16 @@ def test_save_writes_the_run_with_the_rules_network_as_its_best(tmp_path, monkey
     row = choices(HOUR, [8])[1]["row"]
     assert np.array_equal(saved.optimizer.best_mask, saved.optimizer.population[row])
     assert saved.generation == PrunedGA.load(HOUR / "checkpoint.npz", quiet=True).generation
+
+
+def test_every_elite_adds_each_unchosen_elite_once_in_ranked_order():
+    rules = choices(HOUR, [8])
+    every = choices(HOUR, [8], every=True)
+    assert every[: len(rules)] == rules  # the rules first, as before
+    rest = every[len(rules) :]
+    chosen, added = {c["row"] for c in rules}, [c["row"] for c in rest]
+    opt = PrunedGA.load(HOUR / "checkpoint.npz", quiet=True).optimizer
+    assert len(set(added)) == len(added) and not chosen & set(added)  # no elite twice
+    assert chosen | set(added) == set(np.flatnonzero(opt.earlier_count > 0))  # none left out
+    assert all(c["min_episodes"] == 0 for c in rest)
+    assert [c["mean"] for c in rest] == sorted((c["mean"] for c in rest), reverse=True)
