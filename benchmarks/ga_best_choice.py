@@ -48,9 +48,10 @@ def choices(run: Path, min_episodes: list[int], every: bool = False) -> list[dic
         sure = [i for i in order if count[i] >= math.ceil(n / per)]
         row = int(sure[0]) if sure else int(order[np.argmax(count[order])])
         rows.append(dict(min_episodes=n, row=row, generations=int(count[row]), mean=mean[row]))
-    chosen = {r["row"] for r in rows}
-    rows += [dict(min_episodes=0, row=int(i), generations=int(count[i]), mean=mean[i])
-             for i in order if every and i not in chosen]  # fmt: skip
+    if every:  # then each elite no rule chose, in ranked order
+        chosen = {r["row"] for r in rows}
+        rows += [dict(min_episodes=0, row=int(i), generations=int(count[i]), mean=mean[i])
+                 for i in order if i not in chosen]  # fmt: skip
     return rows
 
 
