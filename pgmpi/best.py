@@ -98,19 +98,24 @@ class BestScore(Evaluation):
     its size and, for the best network, when the run found it.
 
     Attributes (beside the Evaluation's ``ci95``, ``returns`` and ``protocol``):
-        kept: connections the network keeps.
-        connections: connections it could keep (the genome's).
+        kept: connections the network keeps (synapses, where a connection is several).
+        connections: connections it could keep (the genome's mask entries).
+        unit: what ``kept`` counts, "connections" or "synapses", for :meth:`report`.
         found: :attr:`BestFound.at` for the best network; None for a given mask, before any
             generation, or from a checkpoint written before pgmpi kept it.
     """
 
-    def __new__(cls, returns, protocol: str, kept: int, connections: int, found=None):
+    def __new__(
+        cls, returns, protocol: str, kept: int, connections: int, found=None, unit="connections"
+    ):
         self = super().__new__(cls, returns, protocol)
         self.kept, self.connections, self.found = int(kept), int(connections), found
+        self.unit = unit
         return self
 
     def __reduce__(self):  # pickled (mpi4py's object collectives) from what it is made of
-        return BestScore, (self.returns, self.protocol, self.kept, self.connections, self.found)
+        fields = (self.returns, self.protocol, self.kept, self.connections, self.found, self.unit)
+        return BestScore, fields
 
     def report(self) -> str:
         """One line: the mean over the episodes with its 95% interval, the connections kept
@@ -121,7 +126,7 @@ class BestScore(Evaluation):
         interval = f" [{low:+.1f}, {high:+.1f}] (95% CI)" if n > 1 else ""
         line = (
             f"{self.protocol}: {float(self):+.1f}{interval} over {n:,} new episode"
-            f"{'s' if n > 1 else ''}; keeps {self.kept:,} of {self.connections:,} connections"
+            f"{'s' if n > 1 else ''}; keeps {self.kept:,} of {self.connections:,} {self.unit}"
         )
         f = self.found
         if f is None:

@@ -142,7 +142,8 @@ class GARun:
             lambda streams: [self._play(weights, s)[0] for s in streams],
         )
         found = self.best_found.at if label == "best network" else None
-        return BestScore(returns, label, int(mask.sum()), n, found)
+        unit = "connections" if self.net.synapses == 1 else "synapses"  # what a mask keeps
+        return BestScore(returns, label, int(mask.sum()), n, found, unit)
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask (and its activity for the signed genome), rate and

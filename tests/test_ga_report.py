@@ -77,6 +77,16 @@ def test_evaluate_reports_the_score_the_connections_kept_and_when_found():
     assert ga.evaluate.__defaults__[0] == 100  # as the task is scored: over 100 episodes
 
 
+def test_a_network_of_several_synapses_a_connection_counts_its_synapses():
+    ga = _tiny(genome="signed-dag", synapses=2).train(generations=1)
+    score = ga.evaluate(2)
+    assert (score.kept, score.connections) == (ga.optimizer.best_mask.sum(), ga.net.n_weights)
+    assert ga.net.n_weights == 2 * ga.net.connections
+    assert f"keeps {score.kept} of {score.connections} synapses;" in score.report()
+    copy = pickle.loads(pickle.dumps(score))
+    assert copy.unit == "synapses" and copy.report() == score.report()
+
+
 def test_one_episode_has_no_interval_and_unknown_times_are_named():
     at = dict(generation=3, steps=1234, episodes=96, seconds=None, core_seconds=None)
     score = BestScore(np.array([12.5]), "best network", 7, 40, at)
