@@ -68,11 +68,15 @@ class GARun:
     def reached(self, row: dict | None, target_return: float) -> bool:
         return row is not None and row["charts/best_return"] >= target_return
 
+    def _mask_unit(self) -> str:
+        """What a mask keeps or prunes: "connections", or "synapses" with several a connection."""
+        return "connections" if self.net.synapses == 1 else "synapses"
+
     def describe(self) -> Description:
         """For the run header: the genome and network; a step's units are its episodes."""
         net, c = self.net, self.config
         genome = f"genome {c['genome']} ({net.description})"
-        kept = "connections" if net.synapses == 1 else "synapses"  # what a mask keeps or prunes
+        kept = self._mask_unit()
         P, E = c["population_size"], c["episodes_per_individual"]
         return Description(
             f"{genome}, layers {net.sizes}, {net.n_weights} {kept}",
@@ -142,8 +146,7 @@ class GARun:
             lambda streams: [self._play(weights, s)[0] for s in streams],
         )
         found = self.best_found.at if label == "best network" else None
-        unit = "connections" if self.net.synapses == 1 else "synapses"  # what a mask keeps
-        return BestScore(returns, label, int(mask.sum()), n, found, unit)
+        return BestScore(returns, label, int(mask.sum()), n, found, self._mask_unit())
 
     def save(self, path: str | Path) -> Path:
         """Write the population, best mask (and its activity for the signed genome), rate and
