@@ -8,11 +8,12 @@ BipedalWalker pays 130 / SCALE (4.33) per unit the hull moves forward, charges 0
 at the course's end, or at a fall, which costs 100. So a walker that reaches the end earns
 +364 for the ground (84 units) and keeps what its torque leaves: +300 needs a torque cost
 under about 64, however fast it walks. Each network plays the same ``--episodes`` episodes (env
-seeds 10,000 on), in one process (no MPI run; 20 take about a minute). Prints a table and
-writes benchmarks/results/ga_gait.json (or ``--json``).
+seeds 10,000 on, or ``--first-seed``), in one process (no MPI run; 20 take about a minute).
+Prints a table and writes benchmarks/results/ga_gait.json (or ``--json``).
 
 ``--min-episodes 8`` plays the network the run's own rule calls the best (as the time-to-score
-table does), and ``--gains`` / ``--scales`` play it again with its actions or its weights
+table does), ``--row R`` the population's row R (an elite; ``ga_best_choice.py --every-elite``
+prints each one's row), and ``--gains`` / ``--scales`` play it again with its actions or its weights
 scaled after training, ``--alphas`` with a running mean of its actions sent in their place
 (alpha x the last sent + (1 - alpha) x the network's): does a walker spend less torque for the
 same course that way? Each row also gives how often each motor's action changes sign, a step.
@@ -39,23 +40,30 @@ END = (bw.TERRAIN_LENGTH - bw.TERRAIN_GRASS) * bw.TERRAIN_STEP  # past this, an 
 FIRST_SEED = 10_000
 
 
-def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0, alpha=0.0) -> dict:
+def gait(
+    run: Path, episodes: int, min_episodes=0, gain=1.0, scale=1.0, alpha=0.0, row=None, first=None
+) -> dict:
     """The best network of ``run`` over ``episodes`` episodes: means and per-episode rows.
 
     ``min_episodes`` N > 0 plays the top-ranked elite whose mean rests on N episodes (the
     network ``best_min_episodes`` N calls the best; ga_best_choice.py's rule) in place of the
-    checkpoint's best. ``gain`` multiplies each action and ``scale`` every kept weight,
+    checkpoint's best, and ``row`` R the population's row R (an elite: ga_best_choice.py
+    --every-elite prints each one's row). ``first`` is the first episode's env seed
+    (FIRST_SEED). ``gain`` multiplies each action and ``scale`` every kept weight,
     and ``alpha`` > 0 sends a running mean of the actions, after training: a cheaper gait
     from the same network, if there is one."""
     agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
     mask = agent.optimizer.best_mask
     if min_episodes:
         mask = agent.optimizer.population[choices(run, [min_episodes])[-1]["row"]]
+    if row is not None:
+        mask = agent.optimizer.population[row]
+    first = FIRST_SEED if first is None else first
     weights = [w * np.float32(scale) for w in agent.net.weights(mask)]
     env = gym.make(agent.config["env"])
     rows = []
     for i in range(episodes):
-        obs, _ = env.reset(seed=FIRST_SEED + i)
+        obs, _ = env.reset(seed=first + i)
         x0, total, torque, steps, effort = env.unwrapped.hull.position[0], 0.0, 0.0, 0, 0.0
         done, sent, flips = False, np.zeros(agent.probe.n_actions), 0.0
         while not done:
@@ -75,7 +83,8 @@ def gait(run: Path, episodes: int, min_episodes: int = 0, gain=1.0, scale=1.0, a
     mean = lambda k: float(np.mean([r[k] for r in rows]))  # noqa: E731
     reached = [r["steps"] for r in rows if r["end"]]
     return dict(run=str(run), env=agent.config["env"], episodes=episodes, kept=int(mask.sum()),
-                min_episodes=min_episodes, gain=gain, scale=scale, alpha=alpha,
+                min_episodes=min_episodes, row=row, first_seed=first, gain=gain, scale=scale,
+                alpha=alpha,
                 mean_return=mean("ret"),
                 ci95=float(np.diff(Evaluation([r["ret"] for r in rows], "gait").ci95)[0]) / 2,
                 forward=mean("forward"), torque=mean("torque"), rest=mean("ret") - mean("forward")
@@ -98,6 +107,9 @@ def main() -> None:
         metavar="N",
         help="play the network best_min_episodes N calls the best (0: the checkpoint's)",
     )
+    p.add_argument("--row", type=int, help="play the population's row R instead (an elite)")
+    help = f"the first episode's env seed ({FIRST_SEED:,})"
+    p.add_argument("--first-seed", type=int, default=FIRST_SEED, help=help)
     for flag, what in (("--gains", "actions"), ("--scales", "weights")):  # after training
         help = f"also play each network with its {what} times each of these (1)"
         p.add_argument(flag, nargs="+", type=float, default=[1.0], help=help)
@@ -110,10 +122,11 @@ def main() -> None:
     print("| run | gain, scale, alpha | return +- 95% | ground | torque | falls and tilt | at the "
           "end (median steps) | mean abs(action) per motor | sign flips a step per motor |\n"
           + "|---" * 9 + "|")  # fmt: skip
-    result = dict(first_seed=FIRST_SEED, machine=common.machine(), runs=[])
+    result = dict(first_seed=args.first_seed, machine=common.machine(), runs=[])
     for run in args.runs:
         for gain, scale, alpha in variants:
-            g = gait(run, args.episodes, args.min_episodes, gain, scale, alpha)
+            g = gait(run, args.episodes, args.min_episodes, gain, scale, alpha, args.row,
+                     args.first_seed)  # fmt: skip
             result["runs"].append(g)
             end = f"{g['reached_end']} of {g['episodes']}" + (
                 f" ({g['steps_to_end']:.0f})" if g["reached_end"] else "")  # fmt: skip

@@ -70,3 +70,18 @@ def test_a_zero_gain_or_scale_stills_the_motors_a_full_running_mean_holds_them(t
     held = gait(run, episodes=2, alpha=1.0)  # the first action, sent for ever: no sign flips
     assert held["flips"] == [0.0] * 4 and held["rows"] != plain["rows"]
     assert all(0 <= f <= 1 for f in plain["flips"]) and any(f > 0 for f in plain["flips"])
+
+
+def test_row_plays_that_network_and_first_seed_names_the_episodes(tmp_path):
+    run = tmp_path / "new"
+    kw = dict(hidden_sizes=(4,), population_size=4, episodes_per_individual=1, quiet=True)
+    ga = PrunedGA(env="BipedalWalker-v3", seed=3, log_dir=run, **kw)
+    ga.train(generations=2, checkpoint_path=run / "checkpoint.npz")
+    population = PrunedGA.load(run / "checkpoint.npz", quiet=True).optimizer.population
+    assert len({m.sum() for m in population}) > 1  # rows that differ
+    for r, mask in enumerate(population):
+        g = gait(run, 1, row=r)
+        assert g["kept"] == mask.sum() and g["row"] == r and g["first_seed"] == 10_000
+    two, second = gait(run, 2, row=1, first=500), gait(run, 1, row=1, first=501)
+    assert two["rows"][1] == second["rows"][0] and two["first_seed"] == 500
+    assert gait(run, 1, row=1)["rows"][0] != second["rows"][0]
