@@ -41,24 +41,30 @@ FIRST_SEED = 10_000
 
 
 def gait(
-    run: Path, episodes: int, min_episodes=0, gain=1.0, scale=1.0, alpha=0.0, row=None, first=None
+    run: Path,
+    episodes: int,
+    min_episodes=0,
+    gain=1.0,
+    scale=1.0,
+    alpha=0.0,
+    row=None,
+    first=FIRST_SEED,
 ) -> dict:
     """The best network of ``run`` over ``episodes`` episodes: means and per-episode rows.
 
     ``min_episodes`` N > 0 plays the top-ranked elite whose mean rests on N episodes (the
     network ``best_min_episodes`` N calls the best; ga_best_choice.py's rule) in place of the
     checkpoint's best, and ``row`` R the population's row R (an elite: ga_best_choice.py
-    --every-elite prints each one's row). ``first`` is the first episode's env seed
-    (FIRST_SEED). ``gain`` multiplies each action and ``scale`` every kept weight,
-    and ``alpha`` > 0 sends a running mean of the actions, after training: a cheaper gait
-    from the same network, if there is one."""
+    --every-elite prints each one's row). ``first`` is the first episode's env seed. ``gain``
+    multiplies each action and ``scale`` every kept weight, and ``alpha`` > 0 sends a running
+    mean of the actions, after training: a cheaper gait from the same network, if there is
+    one."""
     agent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
     mask = agent.optimizer.best_mask
-    if min_episodes:
-        mask = agent.optimizer.population[choices(run, [min_episodes])[-1]["row"]]
     if row is not None:
         mask = agent.optimizer.population[row]
-    first = FIRST_SEED if first is None else first
+    elif min_episodes:
+        mask = agent.optimizer.population[choices(run, [min_episodes])[-1]["row"]]
     weights = [w * np.float32(scale) for w in agent.net.weights(mask)]
     env = gym.make(agent.config["env"])
     rows = []
