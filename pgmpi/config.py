@@ -1,13 +1,11 @@
 """Every setting in one place: :class:`PGConfig`, :class:`GAConfig` and :class:`ESConfig`,
-and their checks (made of :mod:`pgmpi.settings`' small ones); their named presets are in
-:mod:`pgmpi.presets`.
+and their checks; their named presets are in :mod:`pgmpi.presets`.
 
 A field reads as its default, then a line of doc (the flag's help: :mod:`pgmpi.cli` builds
-the examples' flags from the fields, so no default is written twice). Each config's
-``check()`` returns the first problem with its values (without raising), and ``resolved()``
-fills in, once, the settings whose default depends on the env or the rank count. A
-constructor hands the problem to :func:`pgmpi.mpi.agree`, which raises the same
-:class:`~pgmpi.mpi.ConfigError` on every rank.
+the examples' flags from the fields). Each config's ``check()`` returns the first problem with
+its values, which a constructor hands to :func:`pgmpi.mpi.agree` (the same
+:class:`~pgmpi.mpi.ConfigError` on every rank), and ``resolved()`` fills in, once, the
+settings whose default depends on the env or the rank count.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ from pgmpi.settings import (
     is_int,
     is_real,
     is_sizes,
-    must,
     pruning_problem,
 )
 
@@ -36,16 +33,14 @@ PONG_VALUE_BASELINE = 0.05
 # entropy_steps; the constant bonus of other envs and of deterministic Pong.
 STICKY_ENTROPY = (0.03, 0.01)
 ENTROPY_BONUS = 0.01
-# Agent steps after which sticky two-action Pong takes NOOP on (noop_from's default): late
-# enough to keep the fast start to 0, early enough to lift the slow seeds past +10
-# (docs/screens.md, issue 48's five-seed sweep).
+# Agent steps after which sticky two-action Pong takes NOOP on (noop_from's default): late enough
+# to keep the fast start to 0, early enough to lift the slow seeds past +10 (docs/screens.md).
 NOOP_FROM = 3_000_000
 # learning_rate is for this many games; more scale it by sqrt(slots / 16) (ParallelPG), and
 # the default slot count is the smallest multiple of the rank count at least this.
 REFERENCE_SLOTS = 16
-# The largest weight of the entropy bonus and of the learned baseline: both weigh terms
-# against standardised returns (about 1), where 0.01 and 0.05 are the defaults; a weight far
-# above this makes the gradients overflow, and the blow-up would name learning_rate instead.
+# The largest entropy bonus or baseline weight: against standardised returns (about 1; the
+# defaults 0.01 and 0.05), far more overflows the gradients, a blow-up blamed on learning_rate.
 MAX_WEIGHT = 100
 # Pong's emulator frames per agent step: ALE's 4, Pong-v0's 2-4; past this, one agent step
 # is most of a rally, and 10**9 would play one step for ever.
@@ -84,17 +79,15 @@ class PGConfig(Settings):
     for more"""
     lr_decay_steps: int | None = 1_250_000
     """a late inverse-time decay: past decay_from agent steps, the step size and the entropy
-    bonus are divided by 1 + (steps - decay_from) / this, halved after this many more (none:
-    constant)"""
+    bonus are divided by 1 + (steps - decay_from) / this (none: constant)"""
     decay_from: int = 7_500_000
     """agent steps played before lr_decay_steps' decay starts (0: from the first update)"""
     decay_rate: float = 0.99
     """RMSProp decay of the squared-gradient average"""
     entropy_bonus: float | None = None
-    """weight of the policy's entropy added to the objective, against standardised returns
-    (0: none, as in the post); with entropy_final, the weight at the start (None: for Pong
-    with sticky actions 0.03, moved to entropy_final or else 0.01 over entropy_steps; for
-    other envs and deterministic Pong 0.01, as screened in docs/screens.md)"""
+    """weight of the policy's entropy added to the objective (0: none, as in the post); with
+    entropy_final, the weight at the start (None: sticky Pong's 0.03, moved to entropy_final
+    or else 0.01 over entropy_steps; 0.01 for other envs and deterministic Pong)"""
     entropy_final: float | None = None
     """an entropy bonus schedule: the bonus moves linearly from entropy_bonus to this over the
     first entropy_steps agent steps, then stays (lr_decay_steps' decay divides it still;
@@ -124,9 +117,8 @@ class PGConfig(Settings):
     """'mean' over slots, or 'sum' (the post's)"""
     standardise_over: Literal["game", "update"] | None = None
     """advantages standardised over every game of the update, on every rank ('update'), or
-    over each game's rallies that finished in the update ('game'; the post's, over each of
-    its whole games); None: 'game' for deterministic Pong (it passed 0 sooner so, on 2 of 3
-    seeds), 'update' for sticky Pong and other envs, as screened in docs/screens.md"""
+    over each game's rallies that finished in the update ('game', the post's); None: 'game'
+    for deterministic Pong (it passed 0 sooner so), 'update' for sticky Pong and other envs"""
     sticky_actions: bool = True
     """Pong with ALE v5's sticky actions (repeat probability 0.25, the standard since Machado
     et al. 2018); --deterministic turns them off"""
@@ -139,9 +131,8 @@ class PGConfig(Settings):
     stand still (a softmax over three in place of one up/down logit; a screen's setting)"""
     noop_from: int | None = NOOP_FROM
     """Pong: NOOP joins up and down once this many agent steps are played (the output layer
-    grows once, keeping the two actions' odds, NOOP's probability starting at 0.05 in the
-    median state: pgmpi/noop.py; None: never, unless noop). The default applies to sticky
-    two-action Pong only: other envs, deterministic Pong and noop runs resolve it to None"""
+    grows, keeping the two actions' odds, NOOP at 0.05 in the median state: pgmpi/noop.py;
+    None: never, unless noop). Only sticky two-action Pong keeps the default; others: None"""
     max_episode_steps: int = MAX_EPISODE_STEPS
     """a game that reaches this many agent steps ends, truncated"""
     seed: int = 0
@@ -209,13 +200,9 @@ class PGConfig(Settings):
         return memory.pg_problem(probe.n_inputs, probe.n_actions, s, local)
 
     def resolved(self, probe, ranks: int) -> PGConfig:
-        """These settings with ``slots`` None made the smallest multiple of ``ranks`` at
-        least 16 and, given the env's ``probe``: ``whole_games`` None made False for Pong (its
-        games can be saved mid-game), True for other envs; ``value_baseline`` None made 0.05
-        for Pong and 0 for other envs; ``entropy_bonus`` None made Pong's schedule with sticky
-        actions (0.03, to ``entropy_final`` or else 0.01) and 0.01 otherwise;
-        ``standardise_over`` None made 'game' for deterministic Pong, 'update' otherwise;
-        ``noop_from`` at its default made None except for sticky two-action Pong."""
+        """These settings with each None (and ``noop_from``'s default) made what its field's
+        doc says for this env's ``probe`` and ``ranks``, once: ``slots``, ``whole_games``,
+        ``value_baseline``, ``entropy_bonus``, ``standardise_over`` and ``noop_from``."""
         slots = self.slots if is_int(self.slots) else ranks * math.ceil(REFERENCE_SLOTS / ranks)
         cfg = replace(self, slots=slots)
         if probe is not None and self.whole_games is None:
@@ -251,8 +238,7 @@ class GAConfig(Settings):
     None: signed-dag for continuous actions, ones for discrete"""
     synapses: int = 1
     """the signed-dag genome's synapses per connection, each a draw over sqrt(synapses) kept or
-    pruned on its own, the connection weighing the sum of its kept ones, so that losing one
-    changes its weight rather than removing it; 1 (the original): one per connection"""
+    pruned on its own, so losing one changes the connection's weight (1: the original's)"""
     population_size: int = 128
     """individuals per generation"""
     episodes_per_individual: int = 8
@@ -263,20 +249,15 @@ class GAConfig(Settings):
     """pruning probability of generation 0"""
     mutation_rate: float | None = None
     """a child's pruning probability in later generations (its mean, with Hebbian pruning):
-    None (the flag's none) adapts it every generation to how far the elites' sizes spread
-    from the population's (the original's PruneableAgent); a number fixes it"""
+    None (the flag's none, the original's) adapts it to how far the elites' sizes spread"""
     elite_averaging: bool = False
-    """True: a network kept unchanged from one generation to the next is ranked by the mean
-    of its fitness over every generation it has played, so a surviving elite's estimate rests
-    on more episodes each generation, and the best is the top of that ranking; False (the
-    original): by the latest generation's alone, and the best keeps the best fitness it ever
-    got"""
+    """True: a network kept unchanged is ranked by its mean fitness over every generation it
+    has played, and the best is the top of that ranking; False (the original): by the latest
+    generation's alone, and the best keeps the best fitness it ever got"""
     best_min_episodes: int = 1
-    """with elite_averaging: the best network (the one evaluate() plays and a run reports) is
-    the top-ranked elite whose mean fitness rests on at least this many episodes (its
-    generations played times episodes_per_individual), else the elite that has played the
-    most; selection is unchanged. 1 (the original): the top of the ranking, which is often a
-    new child ranked on the one generation's episodes it has played"""
+    """with elite_averaging: the best network (which evaluate() plays) is the top-ranked elite
+    whose mean rests on at least this many episodes, else the elite that has played the most;
+    selection is unchanged. 1 (the original): the top of the ranking, often a lucky child"""
     crossover: float = 0.0
     """share of children made from two elites, each unit taking all its incoming connections
     from one of them (a coin per unit), before pruning; 0 (the original's pruneable agent):
@@ -317,8 +298,7 @@ class GAConfig(Settings):
         ]) or memory.ga_problem(probe, s)  # fmt: skip
 
     def resolved(self, probe, ranks: int) -> GAConfig:
-        """These settings with ``genome`` None made, given the env's ``probe``, the one
-        measured best for its action space: 'ones' for discrete, 'signed-dag' for continuous."""
+        """These settings with ``genome`` None made the measured best for ``probe``'s actions."""
         if probe is None or self.genome is not None:
             return self
         return replace(self, genome="ones" if probe.discrete else "signed-dag")
@@ -326,9 +306,8 @@ class GAConfig(Settings):
 
 @dataclass(frozen=True)
 class ESConfig(Settings):
-    """The settings that define a ParallelES run (with its env): evolution strategies with a
-    shared noise table, as in Salimans et al. (2017). Kept in checkpoints and agreed by
-    every rank; ``pgmpi.presets.ES_PRESETS["paper"]`` holds the paper's."""
+    """The settings that define a ParallelES run (with its env), as in Salimans et al. (2017),
+    whose own are ``pgmpi.presets.ES_PRESETS["paper"]``. Kept in checkpoints, agreed by all."""
 
     hidden_sizes: list[int] = field(default_factory=lambda: [64, 64])
     """units of each tanh hidden layer ([256, 256] in the paper)"""
@@ -371,14 +350,4 @@ class ESConfig(Settings):
             ("max_episode_steps", lambda x: at_least(x, 1), "an int >= 1"),
             ("seed", lambda x: at_least(x, 0), "an int >= 0"),
         ])  # fmt: skip
-        if problem or probe is None:
-            return problem
-        layers = (probe.n_inputs, *s.hidden_sizes, probe.n_actions)
-        n_params = sum((a + 1) * b for a, b in zip(layers, layers[1:], strict=False))  # biases
-        size, gib = s.noise_table_size, 4 * s.noise_table_size * ranks / 2**30
-        if size < n_params:
-            return must("noise_table_size", size, f"at least a perturbation: {n_params} parameters")
-        if gib > memory.memory_bytes() / 2**31:
-            return must("noise_table_size", size, f"small enough for {ranks} ranks' tables "
-                        f"({gib:.1f} GiB) to fit in half this node's memory")  # fmt: skip
-        return None
+        return problem or memory.es_problem(probe, s, ranks)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from pgmpi import genomes
+from pgmpi.settings import must
 
 
 def memory_bytes() -> int:
@@ -81,3 +82,20 @@ def pg_problem(n_inputs: int, n_actions: int, cfg, local_slots: int) -> str | No
         f"the exact sum and the steps kept for the gradient), more than this machine's "
         f"{memory_bytes() / 2**30:.1f} GiB of memory"
     )
+
+
+def es_problem(probe, cfg, ranks: int) -> str | None:
+    """Why ParallelES's noise table does not fit, or None (also None without a ``probe``): it
+    must hold a perturbation (every parameter, biases included), and the ``ranks`` tables of
+    a node (float32, one a rank) must fit in half its memory."""
+    if probe is None:
+        return None
+    layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
+    n_params = sum((a + 1) * b for a, b in zip(layers, layers[1:], strict=False))
+    size, gib = cfg.noise_table_size, 4 * cfg.noise_table_size * ranks / 2**30
+    if size < n_params:
+        return must("noise_table_size", size, f"at least a perturbation: {n_params} parameters")
+    if gib > memory_bytes() / 2**31:
+        return must("noise_table_size", size, f"small enough for {ranks} ranks' tables "
+                    f"({gib:.1f} GiB) to fit in half this node's memory")  # fmt: skip
+    return None

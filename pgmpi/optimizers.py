@@ -4,13 +4,11 @@
   lecture 6.5): ``cache = decay * cache + (1 - decay) * g**2``;
   ``params += lr * g / (sqrt(cache) + eps)``. It *ascends*: ``g`` is the gradient of the
   expected return.
-* :class:`Adam` (Kingma & Ba, 2015) with bias correction, also ascending, with the same
-  one-call interface: ``step(params, grad)``.
+* :class:`Adam` (Kingma & Ba, 2015) with bias correction, also ascending: ``step(params, grad)``.
 * :class:`PruningOptimizer`: synaptolysis (Rive Sunder's synaptolytic-learning project,
-  2019) behind ``ask()`` / ``tell(fitness)``, the interface of estool: selection and
-  mutation of boolean connection masks that only ever lose connections; told each
-  connection's Hebbian activity (the signed-dag genome, pgmpi/genomes.py), it prunes the
-  less active ones more often (:func:`hebbian_prune_probabilities`).
+  2019) behind estool's ``ask()`` / ``tell(fitness)``: selection and mutation of boolean
+  connection masks that only ever lose connections, the less active ones more often when
+  told their Hebbian activity (:func:`hebbian_prune_probabilities`).
 """
 
 from __future__ import annotations
@@ -160,31 +158,24 @@ class PruningOptimizer:
 
     The best so far is row 0 of every population after generation 0, so it is played again
     each generation, keeping the best fitness it ever got. With ``elite_averaging`` the
-    ranking (elites and best alike) is by :meth:`ranked`, an unchanged elite's mean fitness
-    over the generations it has played; the best is then never carried over but is the top
-    of each ranking, with its mean there, and with ``best_min_count`` M > 1 it is the
-    top-ranked elite that has played M generations (this one included), else the elite that
-    has played the most (the first ranked among them): a child that tops the ranking on one
-    generation's lucky episodes leads selection as before but is not called the best. The
-    selection is the same.
+    ranking is by :meth:`ranked`, an unchanged elite's mean fitness over the generations it
+    has played, and the best is the top of each ranking, never carried over; with
+    ``best_min_count`` M > 1 it is the top-ranked elite that has played M generations (this
+    one included), else the first ranked of those that have played the most. Selection is
+    the same either way: a lucky child leads it, but is not called the best.
 
-    With ``crossover`` X > 0, a child is made from two elites with probability X: its first
-    parent picked as above, a mate picked the same way, and each unit (``units`` numbers
-    the unit each connection enters) takes its incoming connections from one of them, a
-    coin each, with that parent's pruning probabilities; its row of ``parents`` names the
-    first. Drawn after the rest of the generation's numbers, so X = 0 draws the same.
+    With ``crossover`` X > 0, a child is made from two elites with probability X: a mate
+    picked as its parent is, each unit (``units``: the unit each connection enters) takes its
+    incoming connections and their pruning probabilities from one of the two (a coin each);
+    ``parents`` names the first. Drawn last, so X = 0 draws the same numbers.
 
     Args:
         n_weights: W, connections per genome.
         population_size: P >= 2.
         elite_fraction: share kept as elites, in (0, 1), with ceil(fraction * P) < P.
         prune_rate: pruning probability of generation 0 (0.25 in the original), in [0, 1).
-        mutation_rate: None (the adaptive rate above), or the rate of every later
-            generation, in [0, 1).
-        elite_averaging: whether unchanged elites are ranked by their mean fitness (above).
-        best_min_count: with ``elite_averaging``, the generations an elite must have played
-            to be the best (above); 1, the default: the top of the ranking.
-        crossover: the share of children made from two elites (above), in [0, 1].
+        mutation_rate: None (the adaptive rate above), or every later generation's, in [0, 1).
+        elite_averaging, best_min_count, crossover (in [0, 1]): as above.
         units: int (W,), the unit each connection enters; needed when ``crossover`` > 0.
         seed: root seed of the run.
 
@@ -197,9 +188,8 @@ class PruningOptimizer:
             with ``elite_averaging``, the top of the ranking last told).
         best_activity: float64 (W,), the best ever's activity, or None if never told one.
         fitness_history: one float64 (P,) array per generation told (as told, not averaged).
-        earlier_sum, earlier_count: float64 (P,), with ``elite_averaging``: each
-            individual's fitness summed over the generations it played before this one, and
-            their number (0 for a new child).
+        earlier_sum, earlier_count: float64 (P,), with ``elite_averaging``: each one's fitness
+            summed over the generations it played before this one, and their number.
     """
 
     def __init__(
@@ -256,14 +246,11 @@ class PruningOptimizer:
         return (self.earlier_sum + fitness) / (self.earlier_count + 1)
 
     def tell(self, fitness: np.ndarray, activity: np.ndarray | None = None) -> bool:
-        """Select and mutate from ``fitness``: float64 (P,), one value per row of ``ask()``;
-        returns whether one of them became the best ever (with ``elite_averaging``: whether
-        a network other than the best took the lead).
-
-        ``activity``: None (prune uniformly), or float64 (P, W) >= 0, each individual's
-        Hebbian activity per connection, which makes a child prune its parent's less
-        active connections more often (a best ever without one known prunes uniformly).
-        """
+        """Select and mutate from ``fitness``, float64 (P,), one per row of ``ask()``, and
+        ``activity``: None (prune uniformly) or float64 (P, W) >= 0, each one's Hebbian
+        activity per connection (a child prunes its parent's less active ones more often; a
+        best ever with none known, uniformly). Returns whether one became the best ever (with
+        ``elite_averaging``: whether a network other than the best took the lead)."""
         f = np.asarray(fitness, dtype=np.float64)
         P, W = self.population.shape
         if f.shape != (P,) or not np.all(np.isfinite(f)):
@@ -363,10 +350,8 @@ class PruningOptimizer:
     def set_state(self, arrays: dict[str, np.ndarray]) -> None:
         """Restore what ``state`` returned; the generation is the length of the history."""
         self.population, self.parents = arrays["population"].copy(), arrays["parents"].copy()
-        self.best_mask, self.best_fitness = (
-            arrays["best_mask"].copy(),
-            float(arrays["best_fitness"]),
-        )
+        self.best_mask = arrays["best_mask"].copy()
+        self.best_fitness = float(arrays["best_fitness"])
         self.mutation_rate = float(arrays["mutation_rate"])
         has = "best_activity" in arrays
         self.best_activity = arrays["best_activity"].copy() if has else None
