@@ -249,7 +249,8 @@ class GAConfig(Settings):
     """pruning probability of generation 0"""
     mutation_rate: float | None = None
     """a child's pruning probability in later generations (its mean, with Hebbian pruning):
-    None (the flag's none, the original's) adapts it to how far the elites' sizes spread"""
+    None (the flag's none, the original's) adapts it to how far the elites' sizes spread; a
+    number fixes it"""
     elite_averaging: bool = False
     """True: a network kept unchanged is ranked by its mean fitness over every generation it
     has played, and the best is the top of that ranking; False (the original): by the latest

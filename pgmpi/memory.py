@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from pgmpi import genomes
+from pgmpi import genomes, networks
 from pgmpi.settings import must
 
 
@@ -90,8 +90,8 @@ def es_problem(probe, cfg, ranks: int) -> str | None:
     a node (float32, one a rank) must fit in half its memory."""
     if probe is None:
         return None
-    layers = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
-    n_params = sum((a + 1) * b for a, b in zip(layers, layers[1:], strict=False))
+    sizes = (probe.n_inputs, *cfg.hidden_sizes, probe.n_actions)
+    n_params = sum(a * b for a, b in networks.mlp_shapes(sizes))
     size, gib = cfg.noise_table_size, 4 * cfg.noise_table_size * ranks / 2**30
     if size < n_params:
         return must("noise_table_size", size, f"at least a perturbation: {n_params} parameters")

@@ -214,6 +214,12 @@ class TwoLayerPolicy:
         return grad
 
 
+def mlp_shapes(sizes) -> list[tuple[int, int]]:
+    """Each layer's (n_in + 1, n_out) block of an :class:`MLP` with these ``sizes``: its
+    weights and, as the last row, its biases."""
+    return [(a + 1, b) for a, b in zip(sizes[:-1], sizes[1:], strict=False)]
+
+
 class MLP:
     """``x_k = tanh(x_{k-1} @ W_k + b_k)``; the output is the argmax of the last layer's
     pre-activation (discrete actions) or its tanh (continuous ones).
@@ -235,7 +241,7 @@ class MLP:
     def __init__(self, sizes: tuple[int, ...], discrete: bool, rng: np.random.Generator):
         self.sizes = tuple(int(s) for s in sizes)
         self.discrete = discrete
-        self.shapes = [(a + 1, b) for a, b in zip(self.sizes[:-1], self.sizes[1:], strict=False)]
+        self.shapes = mlp_shapes(self.sizes)
         self.n_params = sum(a * b for a, b in self.shapes)
         self.params = np.zeros(self.n_params, dtype=np.float32)
         for k, w in enumerate(self.layers(self.params)):

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_import_pgmpi_is_light():
@@ -15,8 +16,6 @@ def test_import_pgmpi_is_light():
 def test_the_layout_stays_small():
     """Issue 45's sizes, with a little slack for "about": no module in pgmpi/ over about 350
     lines, the algorithm files about 300, no benchmark or example over about 400."""
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[1]
     caps = {"pgmpi/pg.py": 310, "pgmpi/ga.py": 310, "pgmpi/es.py": 310}
     files = [
