@@ -16,7 +16,7 @@ progress.csv up to the checkpoint's update or generation; only the settings name
 (``NAME=VALUE``, the value read as JSON: ``null`` for None), and only those that leave the
 state's shapes and the games in progress as they are (``BRANCHABLE``, per algorithm; a PrunedGA
 branch may also change how long its episodes play, evaluations' included, their finishing
-bonus and which elite it reports as the best). A two-action Pong
+bonus, how many each individual plays and which elite it reports as the best). A two-action Pong
 run may also take NOOP on (``noop=true``): its one up/down logit becomes the softmax's up and
 down logits (z and 0: the same policy) and NOOP's logit starts at ``-a`` times the sum of the
 hidden layer, ``a`` chosen so that NOOP takes 5% (``pgmpi.noop.SHARE``) of the median state of
@@ -55,6 +55,7 @@ BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA
                    "entropy_final", "entropy_steps", "gamma", "noop", "noop_from"),
     "PrunedGA": ("mutation_rate",  # the next generation's children on
                  "max_episode_steps", "finish_bonus",  # the next generation's episodes on
+                 "episodes_per_individual",
                  "best_min_episodes"),  # which elite is reported as the best, from the next on
 }  # fmt: skip
 CONFIGS = {"ParallelPG": (PGConfig, "update"), "PrunedGA": (GAConfig, "generation")}
@@ -89,6 +90,10 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
         add_noop(arrays, config)
     elif "noop" in changes and changes["noop"] != config.get("noop"):
         raise ValueError("a branch may take NOOP on (noop=true), not off")
+    if changes.get("episodes_per_individual", config.get("episodes_per_individual")) != config.get(
+        "episodes_per_individual"
+    ):
+        arrays.pop("unit_steps", None)  # last generation's work order, per episode: one is made
     meta["config"] = config = dict(config, **changes)
     problem = settings(**{k: v for k, v in config.items() if k != "env"}).check()
     if problem:

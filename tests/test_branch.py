@@ -86,6 +86,12 @@ def test_a_pruned_ga_branch_takes_its_new_mutation_rate_from_the_next_generation
     c.train(generations=4)
     assert c.steps - before == 2 * 12 * 2 * 5  # 2 generations of 12 x 2 episodes, 5 steps each
     assert whole.steps - before > c.steps - before
+    more = branch(run, tmp_path / "more", {"max_episode_steps": 5, "episodes_per_individual": 3})
+    d = PrunedGA.load(more / "checkpoint.npz", quiet=True, log_dir=more)
+    parent = PrunedGA.load(run / "checkpoint.npz", quiet=True)
+    np.testing.assert_array_equal(d.optimizer.population, parent.optimizer.population)
+    d.train(generations=4)
+    assert d.steps - before == 2 * 12 * 3 * 5  # now 3 episodes each
     with pytest.raises(ValueError, match="cannot branch on \\['population_size'\\]"):
         branch(run, tmp_path / "bigger", {"population_size": 24})
 
