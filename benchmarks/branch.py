@@ -50,7 +50,7 @@ from pgmpi.envs import PONG_ID  # noqa: E402
 from pgmpi.retired import without_retired  # noqa: E402
 
 BRANCHABLE = {  # what a run may change midway: schedules, weights and (PrunedGA, whose episodes
-    # are new each generation) the length of its episodes; not shapes or games in progress
+    # are new each generation) its episodes' length and number; not shapes or games in progress
     "ParallelPG": ("learning_rate", "lr_decay_steps", "decay_from", "entropy_bonus",
                    "entropy_final", "entropy_steps", "gamma", "noop", "noop_from"),
     "PrunedGA": ("mutation_rate",  # the next generation's children on
