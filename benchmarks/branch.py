@@ -90,10 +90,8 @@ def branch(parent: Path, child: Path, changes: dict) -> Path:
         add_noop(arrays, config)
     elif "noop" in changes and changes["noop"] != config.get("noop"):
         raise ValueError("a branch may take NOOP on (noop=true), not off")
-    if changes.get("episodes_per_individual", config.get("episodes_per_individual")) != config.get(
-        "episodes_per_individual"
-    ):
-        arrays.pop("unit_steps", None)  # last generation's work order, per episode: one is made
+    if "episodes_per_individual" in changes:  # last generation's steps per episode, which only
+        arrays.pop("unit_steps", None)  # order the next one's work: it orders its own afresh
     meta["config"] = config = dict(config, **changes)
     problem = settings(**{k: v for k, v in config.items() if k != "env"}).check()
     if problem:
