@@ -16,19 +16,21 @@ progress.csv up to the checkpoint's update or generation; only the settings name
 (``NAME=VALUE``, the value read as JSON: ``null`` for None), and only those that leave the
 state's shapes and the games in progress as they are (``BRANCHABLE``, per algorithm; a PrunedGA
 branch may also change how long its episodes play, evaluations' included, their finishing
-bonus, how many each individual plays and which elite it reports as the best). A two-action Pong
-run may also take NOOP on (``noop=true``): its one up/down logit becomes the softmax's up and
-down logits (z and 0: the same policy) and NOOP's logit starts at ``-a`` times the sum of the
-hidden layer, ``a`` chosen so that NOOP takes 5% (``pgmpi.noop.SHARE``) of the median state of
-the games in progress; the optimizer's state for the new columns starts with the old column's
-second moment. With ``noop_from=N`` (N past the checkpoint's agent steps) the run grows the
-same way itself once it has played N (PGConfig.noop_from), bit for bit the run that had it from
-the start. The checkpoint and config.json say the new values, so a resume (``examples/pong.py
---resume`` or ``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it
-finds) plays on with them: up to the checkpoint the branch is its parent, bit for bit, and two
-branches of one parent differ only by what changed (a PrunedGA branch: from the next
-generation's children on). Settings already resolved in the parent stay resolved (the sticky
-entropy schedule's 0.03 and 0.01, say).
+bonus, how many each individual plays and which elite it reports as the best; with
+``elite_averaging`` an elite's mean still weighs each generation it played alike, whatever its
+episodes then). A two-action Pong run may also take NOOP on (``noop=true``): its one up/down
+logit becomes the softmax's up and down logits (z and 0: the same policy) and NOOP's logit
+starts at ``-a`` times the sum of the hidden layer, ``a`` chosen so that NOOP takes 5%
+(``pgmpi.noop.SHARE``) of the median state of the games in progress; the optimizer's state for
+the new columns starts with the old column's second moment. With ``noop_from=N`` (N past the
+checkpoint's agent steps) the run grows the same way itself once it has played N
+(PGConfig.noop_from), bit for bit the run that had it from the start. The checkpoint and
+config.json say the new values, so a resume (``examples/pong.py --resume`` or
+``examples/bipedal_walker.py --resume``, or seed_sweep.py, which resumes a run it finds) plays
+on with them: up to the checkpoint the branch is its parent, bit for bit, and two branches of
+one parent differ only by what changed (a PrunedGA branch: from the next generation's children
+on). Settings already resolved in the parent stay resolved (the sticky entropy schedule's 0.03
+and 0.01, say).
 """
 
 from __future__ import annotations
